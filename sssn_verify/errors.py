@@ -1,0 +1,38 @@
+"""Exception types: one per kind of bad input or failure.
+
+Every exception derives from :class:`SSSNError` so the CLI can turn any of
+them into a one-line message and exit code 2.
+"""
+from __future__ import annotations
+
+
+class SSSNError(Exception):
+    """Base class of every error the toolkit raises on purpose."""
+
+
+class ParameterError(SSSNError, ValueError):
+    """A model or simulation parameter is outside its allowed range."""
+
+    def __init__(self, name: str, value: object, allowed: str):
+        self.name, self.value, self.allowed = name, value, allowed
+        super().__init__(f"invalid {name}={value!r}: {allowed}")
+
+
+class ActivationError(SSSNError, ValueError):
+    """An activation name or expression cannot be understood."""
+
+
+class DerivationError(SSSNError, ValueError):
+    """An unknown derivation was requested, or sympy could not carry it out."""
+
+
+class CandidateError(SSSNError, ValueError):
+    """A user's candidate formula cannot be parsed or evaluated."""
+
+
+class SimulationError(SSSNError, RuntimeError):
+    """A simulation produced a non-finite or exploding state."""
+
+
+class ClaimError(SSSNError, ValueError):
+    """An unknown claim was requested."""
