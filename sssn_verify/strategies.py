@@ -1,0 +1,51 @@
+"""Hypothesis strategies for parameters, shared by the tests and the checkers.
+
+Ranges are those where the claims are meant to hold and the numerics are well
+conditioned; tests narrow them further where a check needs it.
+"""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+# activations with a closed-form kernel, and ones that go through quadrature
+CLOSED_FORM_ACTIVATIONS = ("relu", "leaky_relu:0.1", "leaky_relu:0.3", "abs", "identity", "erf",
+                           "sin:1", "cos:1", "sin:3", "heaviside")
+QUADRATURE_ACTIVATIONS = ("tanh", "gelu", "silu", "softplus", "u*erf(u)")
+SMOOTH_ACTIVATIONS = ("relu", "leaky_relu:0.1", "identity", "erf", "tanh", "gelu", "silu",
+                      "softplus", "sin:1")
+
+
+def dims(min_d: int = 2, max_d: int = 12):
+    return st.integers(min_d, max_d)
+
+
+def std(min_value: float = 0.0, max_value: float = 2.0):
+    """A standard deviation (sigma_w, sigma_b or sigma_a)."""
+    return st.floats(min_value, max_value, allow_nan=False, allow_infinity=False)
+
+
+def kernel_sigmas(min_w: float = 0.2, max_w: float = 2.0, max_b: float = 2.0):
+    """(sigma_w, sigma_b, sigma_a) with sigma_w > 0."""
+    return st.tuples(std(min_w, max_w), std(0.0, max_b), std(0.2, 2.0))
+
+
+def overlaps(margin: float = 0.0):
+    """rho = <x, y> in [-1 + margin, 1 - margin]."""
+    return st.floats(-1.0 + margin, 1.0 - margin, allow_nan=False)
+
+
+def betas(max_beta: float = 5.0):
+    return st.floats(0.0, max_beta, allow_nan=False)
+
+
+def activations(names=CLOSED_FORM_ACTIVATIONS + QUADRATURE_ACTIVATIONS):
+    return st.sampled_from(names)
+
+
+@st.composite
+def sphere_points(draw, n: int, d: int):
+    """n points on S^{d-1} (from a drawn seed, so shrinking stays meaningful)."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    z = np.random.default_rng(seed).standard_normal((n, d))
+    return z / np.linalg.norm(z, axis=1, keepdims=True)
