@@ -1,0 +1,420 @@
+"""Statistics the claims are judged by: intervals, tests, slope fits, multiple testing.
+
+Every numeric check of the toolkit ends in a :class:`CheckResult`: an estimate,
+its standard error and confidence interval, the value the derivation predicts,
+the test's level, sample size and seed, and a p-value for the null hypothesis
+"the derived formula is right" (within a stated tolerance).  The suite then
+controls the family-wise false-alarm probability over all checks it ran with
+Holm's step-down procedure (:func:`holm`), reporting the Bonferroni bound too.
+
+Tolerance policy (:func:`agreement_test`): the null hypothesis is the interval
+``|E[estimate] - expected| <= tol`` with ``tol = abs_tol + rel_tol |expected|``,
+the allowance for a known deterministic bias (time step, quadrature); the
+p-value is computed on the excess ``max(0, |diff| - tol)`` only, so a right
+formula with a bias below ``tol`` passes with probability >= 1 - level, and a
+wrong one fails as soon as it is off by more than ``tol`` plus a few stderrs.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+from scipy import stats as _st
+
+from .errors import ParameterError
+from .params import check_int, check_real
+
+ALTERNATIVES = ("two-sided", "greater", "less")
+
+
+def _check_level(level: float) -> float:
+    level = check_real("level", level, 0.0, strict=True)
+    if level >= 1.0:
+        raise ParameterError("level", level, "a confidence level must lie in (0, 1)")
+    return level
+
+
+def _check_alternative(alternative: str) -> str:
+    if alternative not in ALTERNATIVES:
+        raise ParameterError("alternative", alternative, f"one of {', '.join(ALTERNATIVES)}")
+    return alternative
+
+
+def _as_sample(x, name: str = "sample", minimum: int = 2) -> np.ndarray:
+    arr = np.asarray(x, dtype=float).ravel()
+    if arr.size < minimum:
+        raise ParameterError(name, f"{arr.size} values", f"needs at least {minimum} values")
+    if not np.all(np.isfinite(arr)):
+        raise ParameterError(name, "<non-finite values>", "all values must be finite")
+    return arr
+
+
+def _jsonable(v):
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return _jsonable(v.tolist())
+    if isinstance(v, (np.bool_, bool)):
+        return bool(v)
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        return f if math.isfinite(f) else (None if math.isnan(f) else ("inf" if f > 0 else "-inf"))
+    return v
+
+
+@dataclass
+class CheckResult:
+    """The verdict of one numeric check.
+
+    ``passed`` says whether the derived value is consistent with the numerics at
+    ``level`` (the confidence level; the test's false-alarm probability is
+    ``1 - level``).  ``pvalue`` is the p-value of the null "the derived formula is
+    right" (None for deterministic checks, which pass or fail on their tolerance).
+    """
+
+    name: str
+    passed: bool
+    estimate: float
+    stderr: float | None
+    ci: tuple[float, float] | None
+    expected: float | None
+    level: float
+    n: int
+    seed: int | None = None
+    pvalue: float | None = None
+    statistic: float | None = None
+    tolerance: float = 0.0
+    alternative: str = "two-sided"
+    method: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def stochastic(self) -> bool:
+        """True when the check is a statistical test (it has a p-value)."""
+        return self.pvalue is not None
+
+    def with_level(self, level: float) -> "CheckResult":
+        """The same check judged at another confidence level (same p-value)."""
+        if self.pvalue is None:
+            return self
+        level = _check_level(level)
+        return _replace(self, level=level, passed=bool(self.pvalue >= 1.0 - level))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["ci"] = None if self.ci is None else [self.ci[0], self.ci[1]]
+        return _jsonable(out)
+
+
+Verdict = CheckResult  # the name used in the issue text
+
+
+def _replace(obj, **kw):
+    from dataclasses import replace
+    return replace(obj, **kw)
+
+
+# ----------------------------------------------------------------------------- intervals
+
+def normal_ci(estimate: float, stderr: float, level: float = 0.95) -> tuple[float, float]:
+    """``estimate +- z_{(1+level)/2} stderr``."""
+    level = _check_level(level)
+    q = _st.norm.ppf(0.5 + level / 2)
+    return (float(estimate - q * stderr), float(estimate + q * stderr))
+
+
+def t_ci(estimate: float, stderr: float, df: float, level: float = 0.95) -> tuple[float, float]:
+    """``estimate +- t_{df,(1+level)/2} stderr``."""
+    level = _check_level(level)
+    q = _st.t.ppf(0.5 + level / 2, df)
+    return (float(estimate - q * stderr), float(estimate + q * stderr))
+
+
+@dataclass(frozen=True)
+class MeanEstimate:
+    """A sample mean with its standard error, degrees of freedom and interval."""
+
+    mean: float
+    stderr: float
+    df: float
+    n: int
+    ci: tuple[float, float]
+    level: float
+
+
+def mean_ci(sample, level: float = 0.95) -> MeanEstimate:
+    """Mean of i.i.d. values, stderr ``s/sqrt(n)``, Student-t interval with n-1 df."""
+    x = _as_sample(sample)
+    n = x.size
+    se = float(x.std(ddof=1) / math.sqrt(n))
+    m = float(x.mean())
+    return MeanEstimate(m, se, n - 1, n, t_ci(m, se, n - 1, level), level)
+
+
+def batch_means(series, n_batches: int = 20, level: float = 0.95) -> MeanEstimate:
+    """Mean of a correlated series by non-overlapping batch means (t interval, b-1 df).
+
+    The series is cut into ``n_batches`` equal consecutive batches (the remainder at
+    the start is dropped); the batch averages are treated as i.i.d.
+    """
+    x = _as_sample(series)
+    b = check_int("n_batches", n_batches, 2)
+    if x.size < b:
+        raise ParameterError("n_batches", b, f"at most the series length {x.size}")
+    size = x.size // b
+    means = x[x.size - b * size:].reshape(b, size).mean(axis=1)
+    est = mean_ci(means, level)
+    return MeanEstimate(est.mean, est.stderr, est.df, int(b * size), est.ci, level)
+
+
+# ----------------------------------------------------------------------------- tests
+
+def _pvalue(stat: float, alternative: str, df: float | None) -> float:
+    dist = _st.norm if df is None or not math.isfinite(df) else _st.t(df)
+    if alternative == "two-sided":
+        return float(min(1.0, 2.0 * dist.sf(abs(stat))))
+    if alternative == "greater":
+        return float(dist.sf(stat))
+    return float(dist.cdf(stat))
+
+
+def agreement_test(name: str, estimate: float, stderr: float, expected: float, *,
+                   level: float = 0.999, n: int, seed: int | None = None,
+                   df: float | None = None, abs_tol: float = 0.0, rel_tol: float = 0.0,
+                   alternative: str = "two-sided", method: str = "",
+                   details: dict | None = None) -> CheckResult:
+    """z-test (``df=None``) or t-test of ``E[estimate] = expected`` up to a tolerance.
+
+    With ``tol = abs_tol + rel_tol |expected|`` the statistic is the excess
+    ``(|estimate - expected| - tol)_+ / stderr`` (signed for one-sided tests):
+
+    * ``two-sided``: H0 ``|mu - expected| <= tol``;
+    * ``greater``: H0 ``mu <= expected + tol`` (rejected when the estimate is too large);
+    * ``less``: H0 ``mu >= expected - tol`` (rejected when the estimate is too small).
+
+    Passes when the p-value is at least ``1 - level``.
+    """
+    level = _check_level(level)
+    alternative = _check_alternative(alternative)
+    estimate = float(estimate)
+    expected = float(expected)
+    stderr = check_real("stderr", stderr, 0.0)
+    tol = check_real("abs_tol", abs_tol, 0.0) + check_real("rel_tol", rel_tol, 0.0) * abs(expected)
+    diff = estimate - expected
+    if alternative == "two-sided":
+        excess = max(0.0, abs(diff) - tol)
+    elif alternative == "greater":
+        excess = diff - tol
+    else:
+        excess = diff + tol
+    if stderr == 0.0:
+        stat = 0.0 if excess == 0.0 else math.copysign(math.inf, excess)
+    else:
+        stat = excess / stderr
+    p = _pvalue(stat, alternative, df)
+    ci = normal_ci(estimate, stderr, level) if df is None else t_ci(estimate, stderr, df, level)
+    return CheckResult(name=name, passed=bool(p >= 1.0 - level), estimate=estimate, stderr=stderr,
+                       ci=ci, expected=expected, level=level, n=int(n), seed=seed, pvalue=p,
+                       statistic=float(stat), tolerance=tol, alternative=alternative,
+                       method=method or ("z-test" if df is None else f"t-test (df={df:g})"),
+                       details=dict(details or {}))
+
+
+def z_test(name: str, estimate: float, stderr: float, expected: float, **kw) -> CheckResult:
+    """Normal-theory test of ``E[estimate] = expected`` (see :func:`agreement_test`)."""
+    kw.pop("df", None)
+    return agreement_test(name, estimate, stderr, expected, **kw)
+
+
+def t_test(name: str, sample, expected: float, *, level: float = 0.999, seed: int | None = None,
+           **kw) -> CheckResult:
+    """One-sample t-test of ``mean(sample) = expected`` (see :func:`agreement_test`)."""
+    est = mean_ci(sample, 0.95)
+    return agreement_test(name, est.mean, est.stderr, expected, level=level, n=est.n, seed=seed,
+                          df=est.df, **kw)
+
+
+def deterministic_check(name: str, value: float, expected: float, *, tol: float,
+                        level: float = 1.0 - 1e-12, n: int = 1, method: str = "quadrature",
+                        error: float | None = None, details: dict | None = None) -> CheckResult:
+    """Pass iff ``|value - expected| <= tol`` (quadrature or exact algebra: no p-value).
+
+    ``error`` is the stated numerical error of ``value`` (reported as its stderr);
+    ``level`` is nominal (deterministic checks do not enter the family-wise count).
+    """
+    tol = check_real("tol", tol, 0.0)
+    value, expected = float(value), float(expected)
+    ok = bool(abs(value - expected) <= tol) if math.isfinite(value) and math.isfinite(expected) \
+        else bool(value == expected)
+    err = tol if error is None else float(error)
+    return CheckResult(name=name, passed=ok, estimate=value, stderr=err,
+                       ci=(value - err, value + err), expected=expected, level=level, n=int(n),
+                       tolerance=tol, method=method, details=dict(details or {}))
+
+
+# ----------------------------------------------------------------------------- slopes
+
+@dataclass(frozen=True)
+class SlopeFit:
+    """A straight-line fit ``y = intercept + slope x`` with the slope's uncertainty."""
+
+    slope: float
+    intercept: float
+    stderr: float
+    ci: tuple[float, float]
+    df: float
+    n: int
+    level: float
+    method: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable(asdict(self))
+
+
+def linear_fit(x, y, *, sigma=None, level: float = 0.95, method: str = "ols",
+               n_boot: int = 2000, seed: int = 0) -> SlopeFit:
+    """Fit ``y = a + b x``.
+
+    ``method='ols'``: (weighted, with ``sigma`` the standard errors of y) least
+    squares, t interval with n-2 df from the residual scatter.  With ``sigma``
+    given the stderr is ``max(model-based, residual-based)`` so neither noisy
+    points nor curvature make it over-confident.
+    ``method='bootstrap'``: pairs bootstrap (seeded), percentile interval.
+    """
+    x = _as_sample(x, "x", 3)
+    y = _as_sample(y, "y", 3)
+    if x.size != y.size:
+        raise ParameterError("y", f"{y.size} values", f"must have as many values as x ({x.size})")
+    level = _check_level(level)
+    w = np.ones_like(x) if sigma is None else 1.0 / np.square(_as_sample(sigma, "sigma", x.size))
+    if not np.all(np.isfinite(w)):
+        raise ParameterError("sigma", "<zero or non-finite>", "standard errors must be > 0")
+
+    def fit(xx, yy, ww):
+        X = np.column_stack([np.ones_like(xx), xx])
+        WX = X * ww[:, None]
+        cov = np.linalg.inv(X.T @ WX)
+        beta = cov @ (WX.T @ yy)
+        return beta, cov
+
+    beta, cov = fit(x, y, w)
+    n = x.size
+    df = n - 2
+    if method == "ols":
+        resid = y - (beta[0] + beta[1] * x)
+        chi2 = float(np.sum(w * resid ** 2))
+        scale = chi2 / df if df > 0 else 0.0
+        if sigma is None:
+            se = math.sqrt(cov[1, 1] * scale)
+        else:
+            se = math.sqrt(cov[1, 1] * max(1.0, scale))
+        ci = t_ci(beta[1], se, df, level)
+    elif method == "bootstrap":
+        rng = np.random.default_rng(check_int("seed", seed, 0))
+        idx = rng.integers(0, n, size=(check_int("n_boot", n_boot, 100), n))
+        slopes = []
+        for row in idx:
+            if np.ptp(x[row]) == 0:
+                continue
+            b, _ = fit(x[row], y[row], w[row])
+            slopes.append(b[1])
+        slopes = np.asarray(slopes)
+        se = float(slopes.std(ddof=1))
+        lo, hi = np.quantile(slopes, [0.5 - level / 2, 0.5 + level / 2])
+        ci = (float(lo), float(hi))
+    else:
+        raise ParameterError("method", method, "one of ols, bootstrap")
+    return SlopeFit(float(beta[1]), float(beta[0]), float(se), ci, float(df), int(n), level, method)
+
+
+def loglog_slope(x, y, *, stderr=None, level: float = 0.95, method: str = "ols",
+                 seed: int = 0) -> SlopeFit:
+    """Slope of ``log y`` against ``log x`` (the rate exponent), with its interval.
+
+    ``stderr`` (of y) becomes the delta-method stderr ``stderr/y`` of ``log y``.
+    """
+    x = _as_sample(x, "x", 3)
+    y = _as_sample(y, "y", 3)
+    if np.any(x <= 0) or np.any(y <= 0):
+        raise ParameterError("y", "<non-positive values>", "log-log fits need positive x and y")
+    sig = None if stderr is None else _as_sample(stderr, "stderr", 3) / y
+    return linear_fit(np.log(x), np.log(y), sigma=sig, level=level, method=method, seed=seed)
+
+
+def slope_test(name: str, fit: SlopeFit, bound: float, *, level: float = 0.999,
+               direction: str = "at_most", tol: float = 0.0, seed: int | None = None,
+               details: dict | None = None) -> CheckResult:
+    """Test a fitted rate exponent against a bound.
+
+    ``direction='at_most'``: H0 ``slope <= bound + tol`` (decay at least as fast as the
+    bound; rejected when the data decay significantly slower).  ``'at_least'``: H0
+    ``slope >= bound - tol``.  ``'equal'``: H0 ``|slope - bound| <= tol``.
+    """
+    alt = {"at_most": "greater", "at_least": "less", "equal": "two-sided"}.get(direction)
+    if alt is None:
+        raise ParameterError("direction", direction, "one of at_most, at_least, equal")
+    return agreement_test(name, fit.slope, fit.stderr, bound, level=level, n=fit.n, seed=seed,
+                          df=fit.df if fit.method == "ols" else None, abs_tol=tol,
+                          alternative=alt, method=f"slope {fit.method} fit, one-sided"
+                          if alt != "two-sided" else f"slope {fit.method} fit",
+                          details={"intercept": fit.intercept, "fit_ci": list(fit.ci),
+                                   **(details or {})})
+
+
+# ----------------------------------------------------------------------------- multiple testing
+
+def bonferroni(pvalues: Sequence[float], alpha: float = 0.01) -> list[bool]:
+    """Reject H0_i iff ``p_i <= alpha / K`` (K = number of tests); FWER <= alpha."""
+    p = np.asarray(pvalues, dtype=float)
+    alpha = check_real("alpha", alpha, 0.0, strict=True, maximum=1.0)
+    if p.size == 0:
+        return []
+    return [bool(v <= alpha / p.size) for v in p]
+
+
+def holm(pvalues: Sequence[float], alpha: float = 0.01) -> list[bool]:
+    """Holm's step-down procedure: FWER <= alpha under any dependence.
+
+    Sort ``p_(1) <= ... <= p_(K)``; reject while ``p_(i) <= alpha / (K - i + 1)``.
+    """
+    p = np.asarray(pvalues, dtype=float)
+    alpha = check_real("alpha", alpha, 0.0, strict=True, maximum=1.0)
+    k = p.size
+    reject = [False] * k
+    for rank, i in enumerate(np.argsort(p, kind="stable")):
+        if p[i] <= alpha / (k - rank):
+            reject[i] = True
+        else:
+            break
+    return reject
+
+
+def holm_adjusted(pvalues: Sequence[float]) -> list[float]:
+    """Holm-adjusted p-values ``max_{j<=i} min(1, (K-j+1) p_(j))`` in the input order."""
+    p = np.asarray(pvalues, dtype=float)
+    k = p.size
+    order = np.argsort(p, kind="stable")
+    adj = np.empty(k)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (k - rank) * p[i]))
+        adj[i] = running
+    return [float(v) for v in adj]
+
+
+def familywise_bound(alphas: Sequence[float]) -> float:
+    """Bonferroni (union) bound on the family-wise false-alarm probability: ``min(1, sum alpha_i)``."""
+    return float(min(1.0, sum(float(a) for a in alphas)))
+
+
+__all__ = [
+    "CheckResult", "Verdict", "MeanEstimate", "SlopeFit", "normal_ci", "t_ci", "mean_ci",
+    "batch_means", "agreement_test", "z_test", "t_test", "deterministic_check", "linear_fit",
+    "loglog_slope", "slope_test", "bonferroni", "holm", "holm_adjusted", "familywise_bound",
+]
