@@ -1,0 +1,62 @@
+"""Small helpers shared by the claim modules (no mathematics of the model here)."""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..stats import CheckResult
+
+
+def combine(name: str, parts: Sequence[CheckResult], level: float, *, method: str = "",
+            details: dict[str, Any] | None = None) -> CheckResult:
+    """One check out of several sub-tests: Bonferroni ``p = min(1, k min p_i)``.
+
+    The reported estimate/CI/expected are those of the sub-test with the smallest
+    p-value (the worst agreement); every sub-test is listed in ``details['points']``.
+    Valid under any dependence between the sub-tests.
+    """
+    parts = list(parts)
+    k = len(parts)
+    worst = min(parts, key=lambda c: c.pvalue if c.pvalue is not None else 1.0)
+    p = min(1.0, k * min(c.pvalue for c in parts))
+    pts = [{"name": c.name, "estimate": c.estimate, "stderr": c.stderr, "expected": c.expected,
+            "pvalue": c.pvalue, "tolerance": c.tolerance} for c in parts]
+    return CheckResult(name=name, passed=bool(p >= 1.0 - level), estimate=worst.estimate,
+                       stderr=worst.stderr, ci=worst.ci, expected=worst.expected, level=level,
+                       n=sum(c.n for c in parts), seed=worst.seed, pvalue=p,
+                       statistic=worst.statistic, tolerance=worst.tolerance,
+                       alternative=worst.alternative,
+                       method=method or f"Bonferroni over {k} sub-tests ({worst.method})",
+                       details={"worst": worst.name, "points": pts, **(details or {})})
+
+
+def all_deterministic(name: str, parts: Sequence[CheckResult], *, method: str = "",
+                      details: dict[str, Any] | None = None) -> CheckResult:
+    """One deterministic check that passes iff every part passes; shows the worst part."""
+    parts = list(parts)
+
+    def badness(c: CheckResult) -> float:
+        if c.expected is None or not (math.isfinite(c.estimate) and math.isfinite(c.expected)):
+            return 0.0 if c.passed else math.inf
+        return abs(c.estimate - c.expected) / max(c.tolerance, 1e-300)
+
+    worst = max(parts, key=badness)
+    pts = [{"name": c.name, "estimate": c.estimate, "expected": c.expected, "tolerance": c.tolerance,
+            "passed": c.passed} for c in parts]
+    return CheckResult(name=name, passed=all(c.passed for c in parts), estimate=worst.estimate,
+                       stderr=worst.stderr, ci=worst.ci, expected=worst.expected, level=worst.level,
+                       n=len(parts), tolerance=worst.tolerance, method=method or worst.method,
+                       details={"worst": worst.name, "points": pts, **(details or {})})
+
+
+def finite(x) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def as_float(x) -> float:
+    return float(np.asarray(x, dtype=float))

@@ -1,0 +1,139 @@
+"""The Claim: a statement, its derivation and its numeric checker, declared side by side.
+
+A claim module builds one :class:`Claim`::
+
+    CLAIM = Claim(
+        name="lambda1",
+        statement="The top Lyapunov exponent is ((d-3) k1 - (d-1) k0)/2",
+        derivation="lyapunov",              # sssn_verify.symbolic name (None if no sympy result)
+        formula=lambda: <the derived formula as a fast callable>,
+        checker=check,                      # checker(formula, budget, seed, level) -> [CheckResult]
+        statistic="tangent-flow log-growth rate, mean over paths",
+        level=0.999,                        # confidence level of each of its checks
+        tolerance="|mean - formula| <= 0.03 |formula| (time-step bias allowance)",
+        budgets={"quick": {...}, "full": {...}},
+    )
+
+``Claim.run(mode, seed)`` evaluates the formula *from the derivation*, runs the
+checker at the mode's budget and returns a :class:`ClaimResult`.  Passing a
+different ``formula`` to ``run`` feeds that (possibly wrong) formula through the
+very same checker: this is what the mutation tests do.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import ClaimError, ParameterError
+from ..params import check_int, check_real
+from ..stats import CheckResult, _jsonable
+
+MODES = ("quick", "full")
+
+Checker = Callable[[Any, dict, int, float], list[CheckResult]]
+
+
+@dataclass
+class ClaimResult:
+    """What running one claim produced: its checks and the overall verdict."""
+
+    name: str
+    title: str
+    statement: str
+    derived: str
+    checks: list[CheckResult]
+    mode: str
+    seed: int
+    level: float
+    seconds: float
+    budget: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.passed for c in self.checks)
+
+    @property
+    def headline(self) -> CheckResult:
+        """The check shown in one-line summaries: the first failing one, else the first."""
+        for c in self.checks:
+            if not c.passed:
+                return c
+        return self.checks[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        h = self.headline
+        return _jsonable({
+            "name": self.name, "title": self.title, "statement": self.statement,
+            "derived": self.derived, "passed": self.passed,
+            "estimate": h.estimate, "stderr": h.stderr,
+            "ci": None if h.ci is None else list(h.ci), "expected": h.expected,
+            "level": self.level, "mode": self.mode, "seed": self.seed,
+            "seconds": round(self.seconds, 3), "budget": self.budget, "notes": self.notes,
+            "checks": [c.to_dict() for c in self.checks],
+        })
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One verifiable claim of SPEC: statement, derivation, checker, statistic, level, budgets."""
+
+    name: str
+    title: str
+    statement: str
+    derivation: str | None
+    formula: Callable[[], Any]
+    checker: Checker
+    statistic: str
+    level: float
+    tolerance: str
+    budgets: dict[str, dict[str, Any]]
+    derived_text: Callable[[], str] | None = None
+
+    def __post_init__(self):
+        for mode in MODES:
+            if mode not in self.budgets:
+                raise ClaimError(f"claim {self.name!r} declares no {mode!r} budget")
+        check_real("level", self.level, 0.5, maximum=1.0 - 1e-15)
+
+    def derived(self) -> str:
+        """The derived result as printed to users (the sympy result string)."""
+        if self.derived_text is not None:
+            return self.derived_text()
+        if self.derivation is None:
+            return ""
+        from ..symbolic import derive
+        import sympy as sp
+        return sp.sstr(derive(self.derivation).result)
+
+    def run(self, mode: str = "quick", seed: int = 0, *, level: float | None = None,
+            formula: Any = None, budget: dict[str, Any] | None = None) -> ClaimResult:
+        """Check the claim at the mode's budget.
+
+        ``formula`` replaces the derived formula (mutation tests); ``level`` replaces
+        the claim's confidence level (the suite passes a Bonferroni-corrected one);
+        ``budget`` overrides entries of the mode's budget.
+        """
+        if mode not in MODES:
+            raise ParameterError("mode", mode, f"one of {', '.join(MODES)}")
+        seed = check_int("seed", seed, 0)
+        lvl = self.level if level is None else check_real("level", level, 0.0, strict=True,
+                                                           maximum=1.0 - 1e-15)
+        b = dict(self.budgets[mode])
+        b.update(budget or {})
+        t0 = time.perf_counter()
+        predicted = self.formula() if formula is None else formula
+        checks = self.checker(predicted, b, seed, lvl)
+        try:
+            derived = self.derived()
+        except Exception as exc:  # the derivation itself is checked by its own tests
+            derived = f"<derivation failed: {exc}>"
+        return ClaimResult(self.name, self.title, self.statement, derived, list(checks), mode,
+                           seed, lvl, time.perf_counter() - t0, budget=b)
+
+    def describe(self) -> dict[str, Any]:
+        """The declaration (no computation): for `verify --list` and the report."""
+        return {"name": self.name, "title": self.title, "statement": self.statement,
+                "derivation": self.derivation, "statistic": self.statistic, "level": self.level,
+                "tolerance": self.tolerance, "budgets": self.budgets}
