@@ -1,0 +1,437 @@
+"""Fast numeric kernels: THE bridge from the symbolic kernel to numba code.
+
+``kernel(activation, sigma_w, sigma_b, sigma_a)`` returns a cached :class:`KernelFunction`
+for K(rho) = sigma_a^2 E[phi(U) phi(V)] (SPEC section 2) with
+
+* ``k0 = K(1)``, ``k1 = K'(1)`` (``inf`` when phi jumps), ``method`` ("closed form" when
+  ``sssn_verify.symbolic.kernel`` derives one, else "quadrature"), ``error_bound``
+  (measured abs error of ``value``, see below);
+* ``value(rho)`` (vectorised K) and ``gap(u) = k0 - K(1 - u)`` computed *stably* for tiny u;
+* ``table``: a float64 array read by the njit functions ``table_kernel(table, rho)``,
+  ``table_gap(table, u)`` and ``table_kernel_matrix(table, gram)`` in O(1) inside numba code.
+
+The table is a Chebyshev interpolant in theta = arccos(rho) in [0, pi] of
+
+    h(theta) = (k0 - K(cos theta)) / w(u),   u = 1 - cos theta = 2 sin^2(theta/2),
+
+with w(u) = u for continuous phi (h(0) = k1) and w(u) = sqrt(u) for phi with a jump.  h is
+smooth in theta for every activation here (ReLU's (1-r)^{3/2} and the step's sqrt(1-r) become
+powers of sin(theta/2)), so gap(u) = w(u) h(theta(u)) keeps its *relative* accuracy as u -> 0
+(no cancellation in k0 - K).  theta(u) = 2 asin(sqrt(u/2)) is computed from u directly.
+
+Node values of h come from
+* the sympy closed form evaluated with mpmath at 40 digits (method "closed form"), or
+* deterministic quadrature (method "quadrature") of gap = (sigma_a^2/2) E[(phi(U) - phi(V))^2]
+  in polar coordinates Z1 = R cos t, Z2 = R sin t, r = cos(alpha): U = s R cos t,
+  V = s R cos(t - alpha).  Angular panels break where a kink of phi meets a ray (t = +-pi/2,
+  alpha +- pi/2, and alpha/2, alpha/2 + pi where the two kink lines cross), radial panels break
+  at R = kink/(s cos t), kink/(s cos(t - alpha)); composite Gauss-Legendre on each panel.
+  The sector of width alpha between the kink rays is integrated on its own, so the rule stays
+  exact-in-structure as rho -> +-1.  k0 = sigma_a^2 E[phi(sZ)^2] and
+  k1 = sigma_a^2 sigma_w^2 E[phi'(sZ)^2] by 1-D composite Gauss-Legendre split at the kinks.
+
+``error_bound`` is measured when the table is built: the largest difference between the table
+and an independent evaluation (mpmath closed form, or quadrature at a finer rule) at points
+between the interpolation nodes, plus the quadrature's own fine-vs-coarse difference.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import mpmath as mp
+import numba as nb
+import numpy as np
+from numba import njit, prange
+
+from ..activations import Activation, get_activation
+from ..errors import ParameterError
+from ..params import check_real
+
+# table layout: [k0, jump flag, n, k1, c_0 .. c_{n-1}]
+_HEADER = 4
+_RHO_TOL = 1e-12          # |rho| <= 1 + _RHO_TOL is accepted and clipped
+_R_MAX = 10.0             # radial cut-off: P(R > 10) = e^{-50}
+_Z_MAX = 10.0             # 1-D cut-off
+
+
+# ----------------------------------------------------------------------------- numba evaluation
+@njit(cache=True)
+def _clenshaw(table, x):
+    n = int(table[2])
+    b1 = 0.0
+    b2 = 0.0
+    for k in range(n - 1, 0, -1):
+        b0 = 2.0 * x * b1 - b2 + table[_HEADER + k]
+        b2 = b1
+        b1 = b0
+    return x * b1 - b2 + table[_HEADER]
+
+
+@njit(cache=True)
+def table_gap(table, u):
+    """k0 - K(1 - u) for u in [0, 2], relative accuracy kept as u -> 0."""
+    if u <= 0.0:
+        return 0.0
+    if u > 2.0:
+        u = 2.0
+    theta = 2.0 * math.asin(math.sqrt(0.5 * u))
+    x = 2.0 * theta / math.pi - 1.0
+    h = _clenshaw(table, x)
+    if table[1] != 0.0:
+        return math.sqrt(u) * h
+    return u * h
+
+
+@njit(cache=True)
+def table_kernel(table, rho):
+    """K(rho) for rho in [-1, 1] (clipped)."""
+    if rho >= 1.0:
+        return table[0]
+    if rho < -1.0:
+        rho = -1.0
+    return table[0] - table_gap(table, 1.0 - rho)
+
+
+@njit(cache=True, parallel=True)
+def table_kernel_matrix(table, gram):
+    """K(G_ij) for a Gram matrix G of unit vectors (N x N), symmetric by construction."""
+    n = gram.shape[0]
+    out = np.empty((n, n))
+    for i in prange(n):
+        for j in range(n):
+            if j < i:
+                continue
+            v = table_kernel(table, gram[i, j])
+            out[i, j] = v
+            out[j, i] = v
+    return out
+
+
+@njit(cache=True)
+def _table_gap_array(table, us):
+    out = np.empty(us.shape[0])
+    for i in range(us.shape[0]):
+        out[i] = table_gap(table, us[i])
+    return out
+
+
+@njit(cache=True)
+def _table_kernel_array(table, rhos):
+    out = np.empty(rhos.shape[0])
+    for i in range(rhos.shape[0]):
+        out[i] = table_kernel(table, rhos[i])
+    return out
+
+
+# ----------------------------------------------------------------------------- the object
+@dataclass(frozen=True, eq=False)
+class KernelFunction:
+    """K(rho) for one activation and (sigma_w, sigma_b, sigma_a); see the module docstring."""
+
+    activation: Activation
+    sigma_w: float
+    sigma_b: float
+    sigma_a: float
+    k0: float
+    k1: float
+    method: str
+    error_bound: float
+    table: np.ndarray = field(repr=False)
+
+    def value(self, rho):
+        """K(rho), vectorised; rho must lie in [-1, 1]."""
+        arr = _check_rho(rho)
+        out = _table_kernel_array(self.table, arr.ravel()).reshape(np.shape(rho))
+        return float(out) if np.ndim(rho) == 0 else out
+
+    __call__ = value
+
+    def gap(self, u):
+        """k0 - K(1 - u) for u = 1 - rho in [0, 2], stable (relative accuracy) as u -> 0."""
+        arr = np.asarray(u, dtype=float)
+        if np.any(~np.isfinite(arr)) or np.any(arr < -_RHO_TOL) or np.any(arr > 2 + _RHO_TOL):
+            raise ParameterError("u", u, "must lie in [0, 2] (u = 1 - rho)")
+        arr = np.clip(arr, 0.0, 2.0)
+        out = _table_gap_array(self.table, np.ascontiguousarray(arr.ravel())).reshape(arr.shape)
+        return float(out) if np.ndim(u) == 0 else out
+
+    def matrix(self, gram):
+        """K applied entrywise to a Gram matrix."""
+        return table_kernel_matrix(self.table, np.ascontiguousarray(gram, dtype=float))
+
+
+def _check_rho(rho) -> np.ndarray:
+    arr = np.asarray(rho, dtype=float)
+    if np.any(~np.isfinite(arr)) or np.any(np.abs(arr) > 1 + _RHO_TOL):
+        raise ParameterError("rho", rho, "must lie in [-1, 1]")
+    return np.ascontiguousarray(np.clip(arr, -1.0, 1.0))
+
+
+def check_sigmas(sigma_w, sigma_b, sigma_a) -> tuple[float, float, float]:
+    """Validated (sigma_w, sigma_b, sigma_a): finite, >= 0, not sigma_w = sigma_b = 0."""
+    sw = check_real("sigma_w", sigma_w, 0.0)
+    sb = check_real("sigma_b", sigma_b, 0.0)
+    sa = check_real("sigma_a", sigma_a, 0.0)
+    if sw == 0.0 and sb == 0.0:
+        raise ParameterError("sigma_w", sigma_w,
+                             "sigma_w and sigma_b cannot both be 0 (the pre-activation would vanish)")
+    return sw, sb, sa
+
+
+def kernel(activation="relu", sigma_w=1.0, sigma_b=0.0, sigma_a=1.0, *,
+           force_quadrature: bool = False) -> KernelFunction:
+    """The cached KernelFunction of `activation` at (sigma_w, sigma_b, sigma_a)."""
+    act = get_activation(activation)
+    sw, sb, sa = check_sigmas(sigma_w, sigma_b, sigma_a)
+    return _kernel_cached(act.name, sw, sb, sa, bool(force_quadrature))
+
+
+@lru_cache(maxsize=4096)
+def _kernel_cached(name, sw, sb, sa, force_quadrature) -> KernelFunction:
+    act = get_activation(name)
+    base = _unit_table(name, sw, sb, force_quadrature)   # sigma_a = 1
+    scale = sa * sa
+    k1 = base["k1"] * scale if (scale > 0 or math.isfinite(base["k1"])) else 0.0
+    table = base["table"].copy()
+    table[0] *= scale
+    table[3] = k1
+    table[_HEADER:] *= scale
+    table.setflags(write=False)
+    return KernelFunction(act, sw, sb, sa, base["k0"] * scale, k1, base["method"],
+                          base["error_bound"] * scale, table)
+
+
+def kernel_constants(activation, sigma_w=1.0, sigma_b=0.0, sigma_a=1.0) -> tuple[float, float]:
+    """(k0, k1) as floats (k1 = inf for a jump)."""
+    kf = kernel(activation, sigma_w, sigma_b, sigma_a)
+    return kf.k0, kf.k1
+
+
+# ----------------------------------------------------------------------------- table building
+def _cheb_nodes(n: int) -> np.ndarray:
+    """First-kind Chebyshev nodes on [-1, 1] (no endpoints), increasing."""
+    return np.cos(np.pi * (np.arange(n) + 0.5) / n)[::-1]
+
+
+def _cheb_coefficients(values: np.ndarray) -> np.ndarray:
+    """Coefficients of the interpolant through first-kind nodes (values at increasing nodes)."""
+    from scipy.fft import dct
+    n = values.size
+    f = values[::-1]                     # at cos(pi (j + 1/2)/n), j = 0..n-1
+    coef = dct(f, type=2) / n            # 2 sum_j f_j cos(pi k (j + 1/2)/n) / n
+    coef[0] /= 2.0
+    return coef
+
+
+def _theta_to_u(theta):
+    return 2.0 * np.sin(theta / 2.0) ** 2
+
+
+@lru_cache(maxsize=1024)
+def _unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -> dict:
+    act = get_activation(name)
+    jump = act.has_jump
+    if sw == 0.0:   # rho does not enter: K is constant
+        k0 = _quad_k0(act, sb)[0]
+        table = np.zeros(_HEADER + 1)
+        table[0], table[1], table[2], table[3] = k0, float(jump), 1, 0.0
+        return dict(table=table, k0=k0, k1=0.0, method="closed form" if _closed(name) and not force_quadrature
+                    else "quadrature", error_bound=1e-15 * max(1.0, abs(k0)))
+    closed = None if force_quadrature else _closed(name)
+    if closed is not None:
+        k0_expr, k1_expr, K_mp = closed
+        k0 = float(k0_expr(sw, sb))
+        k1 = math.inf if jump else float(k1_expr(sw, sb))
+        with mp.workdps(40):
+            k0_mp = mp.mpf(k0_expr(mp.mpf(sw), mp.mpf(sb)))
+
+            def h_at(thetas):
+                out = np.empty(len(thetas))
+                for i, th in enumerate(thetas):
+                    th = mp.mpf(th)
+                    u = 2 * mp.sin(th / 2) ** 2
+                    g = k0_mp - K_mp(mp.cos(th), mp.mpf(sw), mp.mpf(sb))
+                    out[i] = float(mp.re(g) / (mp.sqrt(u) if jump else u))
+                return out
+            coef, err = _adaptive_chebyshev(h_at, max_n=2049)
+        method, quad_err = "closed form", 0.0
+    else:
+        k0, k0_err = _quad_k0(act, math.hypot(sw, sb))
+        if jump:
+            k1, k1_err = math.inf, 0.0
+        else:
+            k1, k1_err = _quad_k1(act, sw, sb)
+
+        def h_at(thetas):
+            thetas = np.asarray(thetas, dtype=float)
+            out = np.empty(thetas.size)
+            for i, th in enumerate(thetas):
+                g = _quad_gap(act, sw, sb, th)
+                u = _theta_to_u(th)
+                out[i] = g / (math.sqrt(u) if jump else u)
+            return out
+        coef, err = _adaptive_chebyshev(h_at, max_n=257)
+        # independent check of the quadrature itself: a coarser rule at a few points
+        quad_err = max(k0_err, k1_err if math.isfinite(k1_err) else 0.0)
+        for th in (0.3, 1.7, 3.0):
+            fine = _quad_gap(act, sw, sb, th)
+            coarse = _quad_gap(act, sw, sb, th, q=12)
+            quad_err = max(quad_err, abs(fine - coarse))
+        method = "quadrature"
+    table = np.empty(_HEADER + coef.size)
+    table[0], table[1], table[2], table[3] = k0, float(jump), coef.size, k1
+    table[_HEADER:] = coef
+    bound = err + quad_err + 4e-16 * max(1.0, abs(k0))
+    return dict(table=table, k0=k0, k1=k1, method=method, error_bound=float(bound))
+
+
+def _adaptive_chebyshev(h_at, max_n: int):
+    """Chebyshev coefficients of h on theta in [0, pi], doubling n until the tail is negligible.
+
+    Returns (coefficients, measured error): the error is the largest difference between the
+    interpolant and h at the midpoints between nodes, times w(u) <= 2 (an abs error in K).
+    """
+    n = 33
+    while True:
+        x = _cheb_nodes(n)
+        vals = h_at((x + 1.0) * np.pi / 2.0)
+        coef = _cheb_coefficients(vals)
+        scale = max(np.max(np.abs(coef)), 1e-300)
+        tail = np.max(np.abs(coef[-4:]))
+        if tail < 1e-14 * scale or 2 * n - 1 > max_n:
+            break
+        n = 2 * n - 1
+    # trim negligible trailing coefficients
+    keep = np.nonzero(np.abs(coef) > 1e-17 * scale)[0]
+    coef = coef[: keep[-1] + 1] if keep.size else coef[:1]
+    # measured error at points between the nodes
+    xm = np.cos(np.pi * np.arange(1, n) / n)[::-1][:: max(1, n // 24)]
+    check = h_at((xm + 1.0) * np.pi / 2.0)
+    approx = np.polynomial.chebyshev.chebval(xm, coef)
+    err = 2.0 * float(np.max(np.abs(check - approx))) + float(np.sum(np.abs(coef[-2:])))
+    return coef, err
+
+
+@lru_cache(maxsize=None)
+def _closed(name: str):
+    """(k0(sw, sb), k1(sw, sb), K_mp(rho, sw, sb)) callables with sigma_a = 1, or None."""
+    import sympy as sp
+
+    from ..symbolic.kernel import closed_form_kernel, kernel_constants_symbolic, rho, sigma_a, sigma_b, sigma_w
+    K = closed_form_kernel(name)
+    if K is None:
+        return None
+    k0, k1 = kernel_constants_symbolic(name)
+    K1 = K.subs(sigma_a, 1)
+    f_k0 = sp.lambdify((sigma_w, sigma_b), k0.subs(sigma_a, 1), modules="mpmath")
+    f_k1 = (lambda sw, sb: math.inf) if k1 is sp.oo else sp.lambdify((sigma_w, sigma_b), k1.subs(sigma_a, 1),
+                                                                     modules="mpmath")
+    f_K = sp.lambdify((rho, sigma_w, sigma_b), K1, modules="mpmath")
+    return f_k0, f_k1, f_K
+
+
+# ----------------------------------------------------------------------------- quadrature
+@lru_cache(maxsize=None)
+def _gl(q: int):
+    return np.polynomial.legendre.leggauss(q)
+
+
+def _panels(edges: np.ndarray, q: int):
+    """Gauss-Legendre nodes/weights on consecutive panels; edges (..., P+1) sorted."""
+    x, w = _gl(q)
+    a, b = edges[..., :-1], edges[..., 1:]
+    half = (b - a) / 2.0
+    nodes = (a + b)[..., None] / 2.0 + half[..., None] * x
+    weights = half[..., None] * w
+    return nodes, weights
+
+
+def _kink_points(act: Activation) -> np.ndarray:
+    return np.array([k for k in act.kinks if math.isfinite(k)], dtype=float)
+
+
+def _gauss_1d(f, s: float, kinks: np.ndarray, q: int = 20, panels: int = 20):
+    """E f(s Z) by composite Gauss-Legendre on [-Z_MAX, Z_MAX] split at kinks/s."""
+    edges = np.linspace(-_Z_MAX, _Z_MAX, panels + 1)
+    if s > 0 and kinks.size:
+        edges = np.unique(np.concatenate([edges, np.clip(kinks / s, -_Z_MAX, _Z_MAX)]))
+    z, w = _panels(edges, q)
+    z, w = z.ravel(), w.ravel()
+    dens = np.exp(-z * z / 2.0) / math.sqrt(2.0 * math.pi)
+    return float(np.sum(w * dens * f(s * z)))
+
+
+def _quad_k0(act: Activation, s: float):
+    """(E phi(sZ)^2, error estimate)."""
+    kinks = _kink_points(act)
+    f = lambda x: act.numpy(x) ** 2
+    fine = _gauss_1d(f, s, kinks)
+    coarse = _gauss_1d(f, s, kinks, q=16)
+    return fine, abs(fine - coarse)
+
+
+def _quad_k1(act: Activation, sw: float, sb: float):
+    """(sigma_w^2 E phi'(sZ)^2, error estimate) with s^2 = sw^2 + sb^2 (Price)."""
+    s = math.hypot(sw, sb)
+    kinks = _kink_points(act)
+    f = lambda x: act.numpy_derivative(x) ** 2
+    fine = _gauss_1d(f, s, kinks)
+    coarse = _gauss_1d(f, s, kinks, q=16)
+    return sw * sw * fine, sw * sw * abs(fine - coarse)
+
+
+def _quad_gap(act: Activation, sw: float, sb: float, theta: float, q: int = 16,
+              panels_t: int = 32, panels_r: int = 10) -> float:
+    """(1/2) E[(phi(U) - phi(V))^2] with rho = cos(theta), by polar Gauss-Legendre."""
+    S = sw * sw + sb * sb
+    s = math.sqrt(S)
+    u = _theta_to_u(theta)                 # 1 - rho
+    one_minus_r = sw * sw * u / S
+    alpha = 2.0 * math.asin(min(1.0, math.sqrt(one_minus_r / 2.0)))
+    kinks = _kink_points(act)
+    half = np.pi / 2
+    t_edges = [np.linspace(-np.pi, np.pi, panels_t + 1),
+               np.array([-half, half, alpha - half, alpha + half, alpha / 2, alpha / 2 - np.pi])]
+    t_edges = np.concatenate(t_edges)
+    t_edges = np.unique(np.clip(np.mod(t_edges + np.pi, 2 * np.pi) - np.pi, -np.pi, np.pi))
+    t_edges = np.unique(np.concatenate([t_edges, [-np.pi, np.pi]]))
+    T, WT = _panels(t_edges, q)
+    T, WT = T.ravel(), WT.ravel()
+    base = np.linspace(0.0, _R_MAX, panels_r + 1)
+    cu, cv = np.cos(T), np.cos(T - alpha)
+    extra = []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for k in kinks:
+            if k == 0.0:
+                continue
+            for cc in (cu, cv):
+                rk = k / (s * cc)
+                extra.append(np.where(np.isfinite(rk) & (rk > 0), np.clip(rk, 0.0, _R_MAX), 0.0))
+    edges = np.broadcast_to(base, (T.size, base.size))
+    if extra:
+        edges = np.sort(np.concatenate([edges, np.stack(extra, axis=1)], axis=1), axis=1)
+    R, WR = _panels(edges, q)                        # (Nt, P, q)
+    Uv = s * R * cu[:, None, None]
+    Vv = s * R * cv[:, None, None]
+    diff = act.numpy(Uv) - act.numpy(Vv)
+    dens = R * np.exp(-R * R / 2.0) / (2.0 * np.pi)
+    inner = np.sum(WR * dens * diff * diff, axis=(1, 2))
+    return 0.5 * float(np.sum(WT * inner))
+
+
+def quadrature_value(activation, rho: float, sigma_w=1.0, sigma_b=0.0, sigma_a=1.0) -> float:
+    """K(rho) directly by the polar quadrature (no table): k0 - sigma_a^2 gap."""
+    act = get_activation(activation)
+    sw, sb, sa = check_sigmas(sigma_w, sigma_b, sigma_a)
+    rho = float(_check_rho(rho))
+    k0 = _quad_k0(act, math.hypot(sw, sb))[0]
+    if sw == 0.0:
+        return sa * sa * k0
+    theta = 2.0 * math.asin(math.sqrt(max(0.0, (1.0 - rho) / 2.0)))
+    return sa * sa * (k0 - _quad_gap(act, sw, sb, theta))
+
+
+__all__ = ["KernelFunction", "kernel", "kernel_constants", "check_sigmas", "table_kernel", "table_gap",
+           "table_kernel_matrix", "quadrature_value"]
