@@ -1,0 +1,149 @@
+"""``sssn-verify derive [NAME]`` and ``sssn-verify latex --out DIR``.
+
+``derive`` without NAME lists the registered derivations (every module of
+``sssn_verify.symbolic`` registers its own, so new ones appear here automatically);
+``derive all`` prints every one.  For ``kernel`` the output also carries the numeric
+k0, k1, method and error bound at the given sigmas (``sssn_verify.numeric.kernels``) and,
+with ``--rho R``, ``value`` = K(R).
+
+JSON conventions: valid JSON (no NaN); an infinite number (k1 of a jump activation) is
+the string ``"inf"`` (``"-inf"`` for minus infinity); k0/k1 are numbers, their symbolic
+forms are ``k0_symbolic``/``k1_symbolic``.
+"""
+from __future__ import annotations
+
+import argparse
+import inspect
+import math
+
+import sympy as sp
+
+from ..errors import ParameterError
+from ..params import check_real
+from .common import add_kernel_options, print_json
+
+FORMATS = ("text", "latex", "json")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("derive", help="print a sympy derivation (kernel, ito_drift, ...)",
+                       description="Print a derivation (assumptions, steps, result). Without NAME: list "
+                                   "them; NAME 'all' prints every one. For 'kernel' also the numeric k0, "
+                                   "k1 (and K(rho) with --rho) at the given sigmas. In JSON an infinite "
+                                   "number is the string \"inf\".")
+    p.add_argument("name", nargs="?", metavar="NAME", help="derivation name (omit to list them, 'all')")
+    add_kernel_options(p)
+    p.add_argument("--rho", type=float, default=None, help="also evaluate K(rho), rho in [-1, 1] (kernel)")
+    p.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+    p.set_defaults(func=run)
+
+    q = sub.add_parser("latex", help="write derivations/sssn_derivations.tex (and the PDF if TeX is installed)",
+                       description="Write DIR/sssn_derivations.tex with every registered derivation, and "
+                                   "compile it when pdflatex or lualatex is on PATH.")
+    q.add_argument("--out", default="derivations", metavar="DIR", help="output folder (default derivations)")
+    q.add_argument("--no-pdf", action="store_true", help="do not run a TeX engine")
+    q.set_defaults(func=run_latex)
+
+
+def jsonable(obj):
+    """Replace non-finite floats by "inf"/"-inf"/None (JSON has no NaN/Infinity)."""
+    if isinstance(obj, float):
+        if math.isnan(obj):
+            return None
+        if math.isinf(obj):
+            return "inf" if obj > 0 else "-inf"
+        return obj
+    if isinstance(obj, dict):
+        return {k: jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    return obj
+
+
+def _kernel_numbers(args) -> dict:
+    from ..numeric.kernels import kernel
+    kf = kernel(args.activation, args.sigma_w, args.sigma_b, args.sigma_a)
+    out = {"activation": kf.activation.name, "sigma_w": kf.sigma_w, "sigma_b": kf.sigma_b,
+           "sigma_a": kf.sigma_a, "k0": kf.k0, "k1": kf.k1, "method": kf.method,
+           "error_bound": kf.error_bound}
+    if args.rho is not None:
+        rho = check_real("rho", args.rho, -1.0, maximum=1.0)
+        out["rho"] = rho
+        out["value"] = kf.value(rho)
+    return out
+
+
+def _one(name: str, args) -> dict:
+    from ..symbolic import derive
+    der = derive(name, activation=args.activation, sigma_w=args.sigma_w, sigma_b=args.sigma_b,
+                 sigma_a=args.sigma_a)
+    numbers = _kernel_numbers(args) if name == "kernel" else {}
+    return {"derivation": der, "numbers": numbers}
+
+
+def _render(item: dict, fmt: str):
+    der, numbers = item["derivation"], item["numbers"]
+    if fmt == "json":
+        out = der.to_dict()
+        if numbers:
+            for key in ("k0", "k1"):
+                if key in der.extras:
+                    out[f"{key}_symbolic"] = sp.sstr(der.extras[key])
+            out.update(numbers)
+        return jsonable(out)
+    if fmt == "latex":
+        text = der.latex()
+        if numbers:
+            text += "\\paragraph{Numbers.} " + ", ".join(
+                f"{k.replace('_', ' ')} = {v}" for k, v in numbers.items() if k != "activation") + "\n"
+        return text
+    text = der.text()
+    if numbers:
+        text += "\nNumeric (" + ", ".join(f"{k}={v}" for k, v in numbers.items()) + ")"
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..activations import get_activation
+    from ..numeric.kernels import check_sigmas
+    from ..symbolic import DERIVATIONS, derivation_names
+    from ..errors import DerivationError
+
+    get_activation(args.activation)                      # ActivationError -> exit 2
+    check_sigmas(args.sigma_w, args.sigma_b, args.sigma_a)
+    if args.rho is not None:
+        check_real("rho", args.rho, -1.0, maximum=1.0)
+    names = derivation_names()
+    if args.name is None:
+        listing = [{"name": n, "summary": (inspect.getdoc(DERIVATIONS[n]) or "").splitlines()[0]} for n in names]
+        if args.format == "json":
+            print_json({"derivations": listing})
+        else:
+            for item in listing:
+                print(f"{item['name']:18s} {item['summary']}")
+        return 0
+    if args.name != "all" and args.name not in names:
+        raise DerivationError(f"unknown derivation {args.name!r}; known: {', '.join(names)}, all")
+    chosen = names if args.name == "all" else [args.name]
+    rendered = [_render(_one(n, args), args.format) for n in chosen]
+    if args.format == "json":
+        print_json(rendered[0] if args.name != "all" else rendered)
+    else:
+        print("\n\n".join(rendered))
+    return 0
+
+
+def run_latex(args: argparse.Namespace) -> int:
+    from ..latex_doc import write_document
+    if not str(args.out).strip():
+        raise ParameterError("out", args.out, "must be a folder path")
+    result = write_document(args.out, compile_pdf=not args.no_pdf)
+    print(f"wrote {result['tex']}")
+    if result["pdf"]:
+        print(f"wrote {result['pdf']} ({result['engine']})")
+    elif result.get("engine"):
+        print(f"{result['engine']} failed: {result.get('error', '')[-200:]}")
+        return 1
+    else:
+        print("no pdflatex/lualatex on PATH: PDF not built")
+    return 0
