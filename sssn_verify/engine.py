@@ -1,0 +1,330 @@
+"""The Monte Carlo engine: the small public Python API over the numba kernels.
+
+Every function validates its inputs (``ModelParams``, ``check_int``), allocates, seeds
+(``numeric.rng.path_seeds``: one seed per path, so results are bit-identical for any
+thread count and any chunking over paths), calls an ``@njit(parallel=True)`` kernel over
+paths and raises :class:`~sssn_verify.errors.SimulationError` naming the layer and the
+parameters if a path blows up.  Long runs show a tqdm progress bar (chunks of paths).
+
+Public API::
+
+    simulate_transformer(params, depth, width, n_paths=1, seed=0, init=None, mode="auto", ...)
+    simulate_gaussian(params, depth, n_paths=1, seed=0, init=None, ...)
+    simulate_sde(params, depth, n_paths=1, seed=0, init=None, ...)
+    sde_refinement_ladder(params, depth, factors=(1, 2, 4, 8), kind="sde", ...)
+    lyapunov_tangent(params, model="transformer", depth=..., width=..., n_paths=..., seed=...)
+    initial_tokens(params, n_paths, seed, init=None)
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import math
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .errors import ParameterError, SimulationError
+from .params import ModelParams, check_int, check_real
+from .numeric import rng as _rng
+from .numeric.fields import DEFAULT_RTOL, STATUS_MESSAGES, STATUS_OK, exact_in_law_choice
+
+MODES = ("auto", "exact", "literal")
+INIT_STREAM = 0
+DYNAMICS_STREAM = 1
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """Output of a simulation; arrays are indexed by path first.
+
+    tokens (P, N, d) final tokens; energy (P, L+1) E_0 after every layer (index 0 = start);
+    energies (P, L+1, len(betas)) E_beta for the requested betas; trajectory
+    (P, L // store_every + 1, N, d) or None; times (L+1,) = l * T / L.
+    """
+
+    model: str
+    params: ModelParams
+    depth: int
+    width: int | None
+    n_paths: int
+    seed: int
+    init: np.ndarray
+    tokens: np.ndarray
+    energy: np.ndarray
+    times: np.ndarray
+    betas: np.ndarray
+    energies: np.ndarray
+    trajectory: np.ndarray | None = None
+    mode: str = ""
+    info: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TangentResult:
+    """Tangent flow (Benettin): per-path log-growth of one tangent vector.
+
+    log_growth (P,) = sum over layers of log |v_{l+1}| / |v_l|; rates = log_growth / T;
+    running (P, L+1) cumulative log-growth; rate / stderr: mean rate and its standard error.
+    """
+
+    model: str
+    params: ModelParams
+    depth: int
+    width: int | None
+    n_paths: int
+    seed: int
+    log_growth: np.ndarray
+    rates: np.ndarray
+    running: np.ndarray
+    tokens: np.ndarray
+    rate: float
+    stderr: float
+
+
+@dataclass(frozen=True)
+class LadderResult:
+    """Refinement ladder on shared noise.
+
+    factors (R,) step multipliers (level r takes steps of factors[r] * T / depth; the
+    reference is factor 1); tokens (P, R, N, d) final tokens per level; max_dev (P, R)
+    max over the level's grid times of max_i |x_i^r - x_i^ref|; max_dev_config (P, R) the same
+    with the configuration norm sqrt(sum_i |.|^2).
+    """
+
+    kind: str
+    params: ModelParams
+    depth: int
+    factors: np.ndarray
+    n_paths: int
+    seed: int
+    tokens: np.ndarray
+    max_dev: np.ndarray
+    max_dev_config: np.ndarray
+
+
+# ----------------------------------------------------------------- per-activation kernels
+_KERNEL_MODULES = ("fields", "observables", "transformer", "tangent", "sde")
+
+
+def _sources_digest() -> str:
+    import numba
+    h = hashlib.sha256(numba.__version__.encode())
+    here = Path(__file__).parent / "numeric"
+    for name in _KERNEL_MODULES:
+        path = here / f"{name}.py"
+        if path.exists():
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@lru_cache(maxsize=None)
+def _kernel_for(activation, module: str, name: str):
+    """Parallel kernel ``name(n_paths, *args)`` running ``module.name_path`` over paths.
+
+    The per-path function takes the activation's numba callables as its leading
+    ``phi``/``dphi`` arguments.  Passing dispatchers as arguments would defeat numba's
+    on-disk cache (their type embeds a memory address), so the per-path source is copied
+    into a small generated module where ``phi``/``dphi`` are globals, next to a
+    ``prange`` wrapper; both are compiled with ``cache=True``.  The module name hashes the
+    activation, the generated text and the sources of the numeric kernels, so a stale cache
+    is never used.  ``module.name_path`` stays the one source of truth.
+    """
+    from .activations import _cache_dir
+    phi, dphi = activation.numba_pair
+    target = getattr(importlib.import_module(f"sssn_verify.numeric.{module}"), f"{name}_path")
+    params = list(inspect.signature(target.py_func).parameters)
+    uses = [a for a in ("phi", "dphi") if a in params[:2]]
+    rest = params[len(uses):]
+    if rest[0] != "p":
+        raise TypeError(f"{module}.{name}_path must take ({', '.join(uses)}, p, ...)")
+    body = inspect.getsource(target.py_func)
+    body = body[body.index("def "):]
+    body = re.sub(r"^def \w+\(\s*" + "".join(rf"{u}\s*,\s*" for u in uses),
+                  f"def {name}_path(", body, count=1)
+    args = ", ".join(rest[1:])
+    source = (
+        "# generated by sssn_verify.engine from sssn_verify.numeric."
+        f"{module}.{name}_path; do not edit\n"
+        "import sys\nfrom numba import njit, prange\n"
+        f"from sssn_verify.numeric import {module} as _mod\n"
+        "globals().update({k: v for k, v in vars(_mod).items() if not k.startswith('__')})\n"
+        f"phi = sys.modules[{phi.py_func.__module__!r}].phi\n"
+        f"dphi = sys.modules[{dphi.py_func.__module__!r}].dphi\n\n\n"
+        "@njit(cache=True)\n" + body + "\n\n"
+        "@njit(cache=True, parallel=True)\n"
+        f"def {name}(n_paths, {args}):\n"
+        "    for p in prange(n_paths):\n"
+        f"        {name}_path(p, {args})\n"
+    )
+    key = hashlib.sha256((source + _sources_digest()).encode()).hexdigest()[:16]
+    folder = _cache_dir().parent / "kernels"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"k_{name}_{key}.py"
+    if not path.exists() or path.read_text() != source:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(source)
+        os.replace(tmp, path)
+    modname = f"sssn_verify_kernel_{name}_{key}"
+    spec = importlib.util.spec_from_file_location(modname, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = mod
+    spec.loader.exec_module(mod)
+    return getattr(mod, name)
+
+
+# ----------------------------------------------------------------- helpers
+def _check_params(params) -> ModelParams:
+    if not isinstance(params, ModelParams):
+        raise ParameterError("params", type(params).__name__, "must be a ModelParams")
+    return params
+
+
+def initial_tokens(params: ModelParams, n_paths: int, seed: int, init=None) -> np.ndarray:
+    """Initial tokens (P, N, d): i.i.d. uniform on the sphere from `seed`, or `init` projected.
+
+    `init` may be (N, d) (the same for every path) or (P, N, d); rows are projected onto
+    the sphere, zero or non-finite rows are rejected.
+    """
+    params = _check_params(params)
+    n_paths = check_int("n_paths", n_paths, 1)
+    N, d = params.n_tokens, params.d
+    if init is None:
+        return _rng.uniform_sphere(_rng.generator(seed, INIT_STREAM), (n_paths, N), d)
+    try:
+        x = np.array(init, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError("init", "<array>", "must be a real array") from None
+    if x.ndim == 2:
+        x = np.broadcast_to(x, (n_paths, *x.shape))
+    if x.shape != (n_paths, N, d):
+        raise ParameterError("init", f"shape {x.shape}",
+                             f"must have shape (N, d) = ({N}, {d}) or (P, N, d) = ({n_paths}, {N}, {d})")
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    if not np.all(np.isfinite(x)) or np.any(norms == 0):
+        raise ParameterError("init", "<array>", "tokens must be finite and non-zero")
+    return np.ascontiguousarray(x / norms)
+
+
+def _describe(params: ModelParams, **sizes) -> str:
+    extra = ", ".join(f"{k}={v}" for k, v in sizes.items() if v is not None)
+    return (f"d={params.d}, N={params.n_tokens}, T={params.horizon}, beta={params.beta}, "
+            f"activation={params.activation.name}, sigma_w={params.sigma_w}, "
+            f"sigma_b={params.sigma_b}, sigma_a={params.sigma_a}" + (f", {extra}" if extra else ""))
+
+
+def _raise_on_status(status: np.ndarray, what: str, unit: str, params: ModelParams, **sizes):
+    bad = np.nonzero(status[:, 0] != STATUS_OK)[0]
+    if bad.size:
+        p = int(bad[0])
+        code, layer = int(status[p, 0]), int(status[p, 1])
+        raise SimulationError(
+            f"{what} blew up at {unit} {layer + 1} (path {p}, {bad.size} path(s) failed): "
+            f"{STATUS_MESSAGES.get(code, 'status ' + str(code))}; parameters: {_describe(params, **sizes)}")
+
+
+def _attention_args(params: ModelParams):
+    return (bool(params.attention_on), np.ascontiguousarray(params.Q.T), np.ascontiguousarray(params.K.T),
+            np.ascontiguousarray(params.V.T))
+
+
+def _betas(betas) -> np.ndarray:
+    b = np.atleast_1d(np.asarray(betas if betas is not None else (), dtype=float)).ravel()
+    for x in b:
+        check_real("betas", x, 0.0)
+    return np.ascontiguousarray(b)
+
+
+def _chunks(n_paths: int, work: float, progress, desc: str):
+    """Path chunks for the progress bar; chunking never changes results (per-path seeds)."""
+    show = progress if progress is not None else work > 2e9
+    if not show:
+        return [(0, n_paths)], None
+    n_chunks = min(n_paths, 50)
+    edges = np.linspace(0, n_paths, n_chunks + 1).astype(int)
+    from tqdm.auto import tqdm
+    bar = tqdm(total=n_paths, desc=desc, unit="path", leave=False)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]) if b > a], bar
+
+
+def _run_chunked(kernel_call, n_paths, work, progress, desc):
+    chunks, bar = _chunks(n_paths, work, progress, desc)
+    try:
+        for a, b in chunks:
+            kernel_call(a, b)
+            if bar is not None:
+                bar.update(b - a)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _outputs(P, L, N, d, nb, store_every):
+    energy = np.zeros((P, L + 1))
+    energies = np.zeros((P, L + 1, nb))
+    traj = (np.zeros((P, L // store_every + 1, N, d)) if store_every > 0 else np.zeros((1, 1, 1, 1)))
+    final = np.zeros((P, N, d))
+    status = np.zeros((P, 2), dtype=np.int64)
+    return energy, energies, traj, final, status
+
+
+def _choose_mode(mode: str, N: int, d: int, m: int) -> tuple[bool, bool]:
+    if mode not in MODES:
+        raise ParameterError("mode", mode, f"must be one of {', '.join(MODES)}")
+    if mode == "exact":
+        return True, True
+    if mode == "literal":
+        return False, False
+    return exact_in_law_choice(N, d, m)
+
+
+# ----------------------------------------------------------------- simulators
+def simulate_transformer(params: ModelParams, depth: int, width: int, n_paths: int = 1, seed: int = 0,
+                         init=None, mode: str = "auto", betas: Sequence[float] = (),
+                         store_every: int = 0, progress: bool | None = None,
+                         rtol: float = DEFAULT_RTOL) -> SimulationResult:
+    """The finite-width transformer of SPEC section 1 (L = depth layers, MLP width m = width).
+
+    mode: "literal" draws the weights (w, b, a) themselves; "exact" samples the
+    pre-activations and outputs the tokens see, exactly in law (fewer draws); "auto" picks
+    the cheaper per block (cost model in ``fields.exact_in_law_choice``).
+    """
+    params = _check_params(params)
+    L = check_int("depth", depth, 1)
+    m = check_int("width", width, 1)
+    P = check_int("n_paths", n_paths, 1)
+    seed = check_int("seed", seed, 0)
+    store_every = check_int("store_every", store_every, 0)
+    pre_exact, out_exact = _choose_mode(mode, params.n_tokens, params.d, m)
+    bs = _betas(betas)
+    X0 = initial_tokens(params, P, seed, init)
+    seeds = _rng.path_seeds(seed, P, DYNAMICS_STREAM)
+    N, d = params.n_tokens, params.d
+    energy, energies, traj, final, status = _outputs(P, L, N, d, bs.size, store_every)
+    attn, Qt, Kt, Vt = _attention_args(params)
+    kernel = _kernel_for(params.activation, "transformer", "finite_width")
+    delta = params.horizon / L
+
+    def call(a, b):
+        sl = slice(a, b)
+        tr = traj[sl] if store_every > 0 else traj
+        kernel(b - a, X0[sl], seeds[sl], L, delta, params.beta, attn, Qt, Kt, Vt,
+                           params.sigma_w, params.sigma_b, params.sigma_a, m, pre_exact, out_exact,
+                           rtol, energy[sl], bs, energies[sl], store_every, tr, final[sl], status[sl])
+
+    _run_chunked(call, P, float(P) * L * N * m * d, progress, "transformer")
+    _raise_on_status(status, "finite-width transformer", "layer", params, depth=L, width=m)
+    used = {(True, True): "exact", (False, False): "literal"}.get((pre_exact, out_exact),
+                                                                   "exact-pre" if pre_exact else "exact-out")
+    return SimulationResult("transformer", params, L, m, P, seed, X0, final, energy,
+                            np.arange(L + 1) * delta, bs, energies,
+                            traj if store_every > 0 else None, used,
+                            {"pre_exact": pre_exact, "out_exact": out_exact})

@@ -1,0 +1,332 @@
+"""The one Gaussian sampler of the engine: random numbers, the field at N points, the MLP in law.
+
+Random numbers
+    Every path owns a 64-bit SplitMix64 state seeded from its
+    :func:`sssn_verify.numeric.rng.path_seeds` entry (``rng_state(seed)``); normals come
+    from the Marsaglia-Tsang ziggurat (128 layers) on top of it.  A path's numbers depend
+    on its seed alone, so results are bit-identical for any thread count or chunking.
+    (Measured: about 3x faster than numba's ``np.random.standard_normal``.)
+
+The Gaussian field at N points (``kernel_cholesky`` + ``correlated_normals``)
+    A centred field with ``E[G(x_i) G(x_j)^T] = C_ij I_d`` is sampled jointly at the N
+    points as ``G = L Z`` with ``C = L L^T`` and ``Z`` an (N, d) standard normal matrix.
+
+Jitter policy (documented and tested): **no diagonal jitter**.  ``psd_cholesky`` is a
+semi-definite Cholesky: a pivot (Schur complement diagonal) ``s_j <= rtol * max_i C_ii``
+(default ``rtol = 1e-13``) is treated as an exact zero and its column is set to zero, i.e.
+point j is, to rounding, determined by the earlier points and receives exactly their
+conditional mean.  Coincident tokens therefore receive *identical* noise (as they do in
+the finite-width MLP, which keeps coincident tokens coincident), and the covariance that is
+dropped has diagonal entries below ``rtol * max C_ii``.  A pivot below
+``-sqrt(rtol) * max C_ii`` means the matrix is not positive semi-definite (an invalid
+kernel, or NaN): the sampler returns status ``STATUS_NOT_PSD`` and the caller stops.
+
+For kernel matrices ``C_ij = k0 - g_ij`` with the stable gap ``g_ij = k0 - K(rho_ij)``
+(``g_ii = 0``), ``kernel_cholesky`` eliminates the first point analytically,
+``S_ij = g_i0 + g_j0 - g_ij - g_i0 g_j0 / k0``, so nearby tokens keep their relative noise
+(variance ``2 g``) down to separations far below ``sqrt(eps)``; the rest is ``psd_cholesky``
+on S with the same policy relative to S's own scale.
+
+The MLP in law (exact-in-law sampling, ``mlp_preactivations`` / ``mlp_outputs``)
+    ``F(y) = m^{-1/2} sum_k a_k phi(<w_k, y> + b_k)`` with fresh Gaussian weights.  Given the
+    n input vectors (rows of Y, with bias indicators c_i), the pre-activations
+    ``Z[i, k] = sw <w_k, Y_i> + sb c_i b_k`` have i.i.d. columns k with covariance
+    ``sw^2 <Y_i, Y_j> + sb^2 c_i c_j``; given the hidden matrix H (n, m), the outputs
+    ``O[i, :] = m^{-1/2} sum_k a_k H[i, k]`` have i.i.d. coordinates with covariance
+    ``(sa^2 / m) <H_i, H_j>``.  Sampling these through an n x n Cholesky draws n m (resp.
+    n d) normals instead of (d + 1) m (resp. m d): exact in law, and the literal-weights
+    branch of each helper is kept for cross-checks and for n large.
+    A tangent vector v is the row ``(v, c = 0)``: the pair (F(y), J_F(y) v) is the output for
+    ``H = [phi(z), phi'(z) * zdot]``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+STATUS_OK = 0
+STATUS_NONFINITE = 1
+STATUS_NOT_PSD = 2
+STATUS_ZERO_NORM = 3
+STATUS_MESSAGES = {
+    STATUS_NONFINITE: "non-finite (NaN/inf) state",
+    STATUS_NOT_PSD: "field covariance is not positive semi-definite (invalid kernel or NaN)",
+    STATUS_ZERO_NORM: "a token vanished before the radial projection (|z| = 0)",
+}
+
+DEFAULT_RTOL = 1e-13
+
+# ---------------------------------------------------------------- random numbers
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+_S11 = np.uint64(11)
+_S32 = np.uint64(32)
+_LOW7 = np.uint64(127)
+
+
+def _ziggurat_tables():
+    """Marsaglia & Tsang (2000) RNOR tables, 128 layers, 32-bit signed draws."""
+    m1 = 2147483648.0
+    dn = tn = 3.442619855899
+    vn = 9.91256303526217e-3
+    kn = np.zeros(128, np.int64)
+    wn = np.zeros(128)
+    fn = np.zeros(128)
+    q = vn / math.exp(-0.5 * dn * dn)
+    kn[0] = int((dn / q) * m1)
+    kn[1] = 0
+    wn[0] = q / m1
+    wn[127] = dn / m1
+    fn[0] = 1.0
+    fn[127] = math.exp(-0.5 * dn * dn)
+    for i in range(126, 0, -1):
+        dn = math.sqrt(-2.0 * math.log(vn / dn + math.exp(-0.5 * dn * dn)))
+        kn[i + 1] = int((dn / tn) * m1)
+        tn = dn
+        fn[i] = math.exp(-0.5 * dn * dn)
+        wn[i] = dn / m1
+    return kn, wn, fn
+
+
+_KN, _WN, _FN = _ziggurat_tables()
+_ZIG_R = 3.442619855899
+
+
+@njit(cache=True)
+def _mix64(z):
+    z = (z ^ (z >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    return z ^ (z >> _S31)
+
+
+@njit(cache=True)
+def rng_state(seed):
+    """A fresh per-path generator state (SplitMix64) from a path seed."""
+    s = np.empty(1, np.uint64)
+    s[0] = _mix64(np.uint64(seed) * _MIX2 + _GOLDEN)
+    return s
+
+
+@njit(cache=True)
+def next_u64(state):
+    z = state[0] + _GOLDEN
+    state[0] = z
+    return _mix64(z)
+
+
+@njit(cache=True)
+def uniform(state):
+    """Uniform on the open interval (0, 1)."""
+    return (np.float64(next_u64(state) >> _S11) + 0.5) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def normal(state):
+    """Standard normal (ziggurat)."""
+    while True:
+        u = next_u64(state)
+        iz = np.int64(u & _LOW7)
+        hz = np.int64(u >> _S32) - 2147483648
+        if abs(hz) < _KN[iz]:
+            return hz * _WN[iz]
+        x = hz * _WN[iz]
+        if iz == 0:  # the tail beyond r
+            while True:
+                xx = -math.log(uniform(state)) / _ZIG_R
+                yy = -math.log(uniform(state))
+                if yy + yy >= xx * xx:
+                    break
+            return _ZIG_R + xx if hz > 0 else -_ZIG_R - xx
+        if _FN[iz] + uniform(state) * (_FN[iz - 1] - _FN[iz]) < math.exp(-0.5 * x * x):
+            return x
+
+
+@njit(cache=True)
+def fill_normal(state, out):
+    """Fill a C-contiguous array with standard normals."""
+    flat = out.reshape(out.size)
+    for i in range(flat.size):
+        flat[i] = normal(state)
+
+
+# ---------------------------------------------------------------- semi-definite Cholesky
+@njit(cache=True)
+def _chol_from(C, L, start, tol, neg_tol):
+    """Semi-definite Cholesky of the trailing block C[start:, start:] into L (see module doc)."""
+    n = C.shape[0]
+    for j in range(start, n):
+        s = C[j, j]
+        for k in range(start, j):
+            s -= L[j, k] * L[j, k]
+        if s > tol:
+            ljj = math.sqrt(s)
+            L[j, j] = ljj
+            inv = 1.0 / ljj
+            for i in range(j + 1, n):
+                t = C[i, j]
+                for k in range(start, j):
+                    t -= L[i, k] * L[j, k]
+                L[i, j] = t * inv
+        else:
+            if not (s >= -neg_tol):  # also catches NaN
+                return STATUS_NOT_PSD
+            for i in range(j, n):
+                L[i, j] = 0.0
+    return STATUS_OK
+
+
+@njit(cache=True)
+def psd_cholesky(C, L, rtol):
+    """Lower L with L L^T = C up to the pivot-clipping policy; returns a status code."""
+    n = C.shape[0]
+    scale = 0.0
+    for i in range(n):
+        if not (C[i, i] >= 0.0) or not np.isfinite(C[i, i]):
+            return STATUS_NOT_PSD
+        if C[i, i] > scale:
+            scale = C[i, i]
+    for i in range(n):
+        for j in range(i + 1, n):
+            L[i, j] = 0.0
+    if scale == 0.0:
+        for i in range(n):
+            for j in range(i + 1):
+                L[i, j] = 0.0
+        return STATUS_OK
+    return _chol_from(C, L, 0, rtol * scale, math.sqrt(rtol) * scale)
+
+
+@njit(cache=True)
+def kernel_cholesky(k0, G, S, L, rtol):
+    """Cholesky of C = k0 - G (G the gap matrix, G_ii = 0), first point eliminated exactly.
+
+    S is an (n, n) work array; L receives the lower factor.  Returns a status code.
+    """
+    n = G.shape[0]
+    if not (k0 >= 0.0) or not np.isfinite(k0):
+        return STATUS_NOT_PSD
+    for i in range(n):
+        for j in range(n):
+            L[i, j] = 0.0
+    if k0 == 0.0:
+        return STATUS_OK
+    r0 = math.sqrt(k0)
+    L[0, 0] = r0
+    for i in range(1, n):
+        L[i, 0] = (k0 - G[i, 0]) / r0
+    scale = 0.0
+    for i in range(1, n):
+        gi = G[i, 0]
+        for j in range(1, i + 1):
+            gj = G[j, 0]
+            v = gi + gj - G[i, j] - gi * gj / k0
+            S[i, j] = v
+            S[j, i] = v
+        if not np.isfinite(S[i, i]):
+            return STATUS_NOT_PSD
+        if S[i, i] > scale:
+            scale = S[i, i]
+    if n == 1:
+        return STATUS_OK
+    if scale <= 0.0:
+        scale = 0.0
+    # negative pivots are judged against k0 (the scale of the rounding in G)
+    return _chol_from(S, L, 1, rtol * scale, math.sqrt(rtol) * k0)
+
+
+@njit(cache=True)
+def correlated_normals(state, L, Z, out):
+    """out = L @ Z with Z (n, d) fresh standard normals: rows with covariance L L^T (times I_d)."""
+    fill_normal(state, Z)
+    n, d = Z.shape
+    for i in range(n):
+        for c in range(d):
+            out[i, c] = 0.0
+        for j in range(i + 1):
+            lij = L[i, j]
+            if lij != 0.0:
+                for c in range(d):
+                    out[i, c] += lij * Z[j, c]
+
+
+# ---------------------------------------------------------------- the MLP in law
+@njit(cache=True)
+def mlp_preactivations(state, Y, bias, sw, sb, exact, Z, C, L, Xi, Wd, bm, rtol):
+    """Pre-activations Z (n, m): Z[i, k] = sw <w_k, Y_i> + sb bias_i b_k, fresh weights.
+
+    exact: draw Z through the n x n covariance sw^2 <Y_i, Y_j> + sb^2 bias_i bias_j
+    (C, L work arrays (n, n), Xi work (n, m)); otherwise draw the literal weights Wd (d, m)
+    and bm (m,).
+    """
+    n = Y.shape[0]
+    m = Z.shape[1]
+    if exact:
+        for i in range(n):
+            for j in range(i + 1):
+                s = 0.0
+                for c in range(Y.shape[1]):
+                    s += Y[i, c] * Y[j, c]
+                v = sw * sw * s + sb * sb * bias[i] * bias[j]
+                C[i, j] = v
+                C[j, i] = v
+        status = psd_cholesky(C, L, rtol)
+        if status != STATUS_OK:
+            return status
+        fill_normal(state, Xi)
+        Z[:, :] = np.dot(L, Xi)
+        return STATUS_OK
+    fill_normal(state, Wd)
+    fill_normal(state, bm)
+    Z[:, :] = np.dot(Y, Wd)
+    for i in range(n):
+        cb = sb * bias[i]
+        for k in range(m):
+            Z[i, k] = sw * Z[i, k] + cb * bm[k]
+    return STATUS_OK
+
+
+@njit(cache=True)
+def mlp_outputs(state, H, sa, exact, out, C, L, Zd, Am, rtol):
+    """Outputs out (n, d): out[i] = m^{-1/2} sum_k a_k H[i, k], a_k ~ N(0, sa^2 I_d) fresh.
+
+    exact: through the n x n covariance (sa^2 / m) <H_i, H_j> (C, L work (n, n), Zd (n, d));
+    otherwise the literal output weights Am (m, d).
+    """
+    n, m = H.shape
+    if exact:
+        C[:, :] = np.dot(H, H.T)
+        scale = sa * sa / m
+        for i in range(n):
+            for j in range(n):
+                C[i, j] *= scale
+        status = psd_cholesky(C, L, rtol)
+        if status != STATUS_OK:
+            return status
+        correlated_normals(state, L, Zd, out)
+        return STATUS_OK
+    fill_normal(state, Am)
+    out[:, :] = np.dot(H, Am)
+    f = sa / math.sqrt(m)
+    for i in range(n):
+        for c in range(out.shape[1]):
+            out[i, c] *= f
+    return STATUS_OK
+
+
+def exact_in_law_choice(n: int, d: int, m: int, rng_cost: float = 8.0) -> tuple[bool, bool]:
+    """Cost model (flops, one normal ~ rng_cost flops) choosing exact-in-law or literal weights.
+
+    Pre-activations: exact n m (rng + n/2) + n^2 d/2 + n^3/6 vs literal (d+1) m rng + n m d.
+    Outputs: exact n^2 m/2 + n^3/6 + n d (rng + n/2) vs literal m d (rng + n).
+    """
+    pre_exact = n * m * (rng_cost + n / 2) + n * n * d / 2 + n ** 3 / 6
+    pre_literal = (d + 1) * m * rng_cost + n * m * d
+    out_exact = n * n * m / 2 + n ** 3 / 6 + n * d * (rng_cost + n / 2)
+    out_literal = m * d * (rng_cost + n)
+    return bool(pre_exact < pre_literal), bool(out_exact < out_literal)
