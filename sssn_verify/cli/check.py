@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from .common import add_model_options, print_json
 
@@ -16,6 +17,9 @@ def register(sub) -> None:
                     "lambda1 (d, k0, k1 or sigma_w, sigma_b, sigma_a), lambda_bar (also beta), "
                     "ito_drift (coefficient gamma of c(x) = gamma x, in d, k0), "
                     "kernel (rho, sigma_w, sigma_b, sigma_a). Exit 0 if consistent, 1 if rejected, 2 on bad input.")
+    # a candidate may start with a minus sign ("-(d-1)*k0/2"): only -h is a single-dash option here,
+    # so every other single-dash word is read as a value, not as an unknown option
+    p._negative_number_matcher = re.compile(r"^-(?!-|h$)")
     p.add_argument("claim", help="lambda1 | lambda_bar | ito_drift | kernel")
     p.add_argument("--candidate", required=True, metavar="EXPR", help="the formula, e.g. '((d-3)*k1-(d-1)*k0)/2'")
     add_model_options(p)
