@@ -143,7 +143,7 @@ class KernelFunction:
     def value(self, rho):
         """K(rho), vectorised; rho must lie in [-1, 1]."""
         arr = _check_rho(rho)
-        out = _table_kernel_array(self.table, arr.ravel()).reshape(np.shape(rho))
+        out = _table_kernel_array(self.table, np.ascontiguousarray(arr.ravel())).reshape(arr.shape)
         return float(out) if np.ndim(rho) == 0 else out
 
     __call__ = value
@@ -166,7 +166,7 @@ def _check_rho(rho) -> np.ndarray:
     arr = np.asarray(rho, dtype=float)
     if np.any(~np.isfinite(arr)) or np.any(np.abs(arr) > 1 + _RHO_TOL):
         raise ParameterError("rho", rho, "must lie in [-1, 1]")
-    return np.ascontiguousarray(np.clip(arr, -1.0, 1.0))
+    return np.clip(arr, -1.0, 1.0)
 
 
 def check_sigmas(sigma_w, sigma_b, sigma_a) -> tuple[float, float, float]:
