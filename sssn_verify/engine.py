@@ -328,3 +328,213 @@ def simulate_transformer(params: ModelParams, depth: int, width: int, n_paths: i
                             np.arange(L + 1) * delta, bs, energies,
                             traj if store_every > 0 else None, used,
                             {"pre_exact": pre_exact, "out_exact": out_exact})
+
+
+def _kernel_table(params: ModelParams):
+    from .numeric.kernels import kernel
+    kf = kernel(params.activation, params.sigma_w, params.sigma_b, params.sigma_a)
+    return kf, np.ascontiguousarray(kf.table)
+
+
+def simulate_gaussian(params: ModelParams, depth: int, n_paths: int = 1, seed: int = 0, init=None,
+                      betas: Sequence[float] = (), store_every: int = 0, progress: bool | None = None,
+                      rtol: float = DEFAULT_RTOL) -> SimulationResult:
+    """The Gaussian transformer (m = infinity): x' = Pi(y + sqrt(delta) G(y)), G jointly
+    Gaussian at the N tokens with covariance K(<y_i, y_j>) I_d, fresh every layer."""
+    from .numeric.transformer import gaussian_paths
+    params = _check_params(params)
+    L = check_int("depth", depth, 1)
+    P = check_int("n_paths", n_paths, 1)
+    seed = check_int("seed", seed, 0)
+    store_every = check_int("store_every", store_every, 0)
+    bs = _betas(betas)
+    kf, table = _kernel_table(params)
+    X0 = initial_tokens(params, P, seed, init)
+    seeds = _rng.path_seeds(seed, P, DYNAMICS_STREAM)
+    N, d = params.n_tokens, params.d
+    energy, energies, traj, final, status = _outputs(P, L, N, d, bs.size, store_every)
+    attn, Qt, Kt, Vt = _attention_args(params)
+    delta = params.horizon / L
+
+    def call(a, b):
+        sl = slice(a, b)
+        tr = traj[sl] if store_every > 0 else traj
+        gaussian_paths(table, kf.k0, X0[sl], seeds[sl], L, delta, params.beta, attn, Qt, Kt, Vt, rtol,
+                       energy[sl], bs, energies[sl], store_every, tr, final[sl], status[sl])
+
+    _run_chunked(call, P, float(P) * L * N ** 3, progress, "gaussian")
+    _raise_on_status(status, "Gaussian transformer", "layer", params, depth=L)
+    return SimulationResult("gaussian", params, L, None, P, seed, X0, final, energy,
+                            np.arange(L + 1) * delta, bs, energies,
+                            traj if store_every > 0 else None, "exact field")
+
+
+def simulate_sde(params: ModelParams, depth: int, n_paths: int = 1, seed: int = 0, init=None,
+                 betas: Sequence[float] = (), store_every: int = 0, progress: bool | None = None,
+                 rtol: float = DEFAULT_RTOL) -> SimulationResult:
+    """The limiting SDE by projected Euler with `depth` steps of size T / depth:
+    X' = Pi(X + h (P_X A(X) - ((d-1) k0 / 2) X) + P_X dW(X))."""
+    from .numeric.sde import sde_paths
+    params = _check_params(params)
+    L = check_int("depth", depth, 1)
+    P = check_int("n_paths", n_paths, 1)
+    seed = check_int("seed", seed, 0)
+    store_every = check_int("store_every", store_every, 0)
+    bs = _betas(betas)
+    kf, table = _kernel_table(params)
+    X0 = initial_tokens(params, P, seed, init)
+    seeds = _rng.path_seeds(seed, P, DYNAMICS_STREAM)
+    N, d = params.n_tokens, params.d
+    energy, energies, traj, final, status = _outputs(P, L, N, d, bs.size, store_every)
+    attn, Qt, Kt, Vt = _attention_args(params)
+    dt = params.horizon / L
+
+    def call(a, b):
+        sl = slice(a, b)
+        tr = traj[sl] if store_every > 0 else traj
+        sde_paths(table, kf.k0, X0[sl], seeds[sl], L, dt, params.beta, attn, Qt, Kt, Vt, rtol,
+                  energy[sl], bs, energies[sl], store_every, tr, final[sl], status[sl])
+
+    _run_chunked(call, P, float(P) * L * N ** 3, progress, "sde")
+    _raise_on_status(status, "SDE (projected Euler)", "step", params, depth=L)
+    return SimulationResult("sde", params, L, None, P, seed, X0, final, energy,
+                            np.arange(L + 1) * dt, bs, energies,
+                            traj if store_every > 0 else None, "projected Euler")
+
+
+LADDER_KINDS = {"sde": 0, "gaussian": 1}
+
+
+def sde_refinement_ladder(params: ModelParams, depth: int, factors: Sequence[int] = (1, 2, 4, 8),
+                          kind: str = "sde", n_paths: int = 1, seed: int = 0, init=None,
+                          progress: bool | None = None, rtol: float = DEFAULT_RTOL) -> LadderResult:
+    """Coupled levels on one Brownian field: the reference SDE with `depth` fine steps
+    (factor 1) and, for each other factor f (dividing depth), either the SDE with step
+    f T / depth (kind="sde": the Euler ladder) or the Gaussian transformer with depth / f
+    layers (kind="gaussian": the depth ladder of Theorem 1.1).  Coarse increments are sums of
+    fine increments evaluated at the coarse level's own points (see numeric.sde)."""
+    from .numeric.sde import ladder_paths
+    params = _check_params(params)
+    n_fine = check_int("depth", depth, 1)
+    P = check_int("n_paths", n_paths, 1)
+    seed = check_int("seed", seed, 0)
+    if kind not in LADDER_KINDS:
+        raise ParameterError("kind", kind, f"must be one of {', '.join(LADDER_KINDS)}")
+    fs = [check_int("factors", f, 1) for f in factors]
+    if not fs or fs[0] != 1 or len(set(fs)) != len(fs):
+        raise ParameterError("factors", tuple(factors), "must start with 1 (the reference) and be distinct")
+    for f in fs:
+        if n_fine % f:
+            raise ParameterError("factors", f, f"every factor must divide depth={n_fine}")
+    kinds = np.array([0] + [LADDER_KINDS[kind]] * (len(fs) - 1), dtype=np.int64)
+    kf, table = _kernel_table(params)
+    X0 = initial_tokens(params, P, seed, init)
+    seeds = _rng.path_seeds(seed, P, DYNAMICS_STREAM)
+    N, d = params.n_tokens, params.d
+    R = len(fs)
+    final = np.zeros((P, R, N, d))
+    max_dev = np.zeros((P, R))
+    max_dev_c = np.zeros((P, R))
+    status = np.zeros((P, 2), dtype=np.int64)
+    attn, Qt, Kt, Vt = _attention_args(params)
+    dt = params.horizon / n_fine
+    fa = np.array(fs, dtype=np.int64)
+
+    def call(a, b):
+        sl = slice(a, b)
+        ladder_paths(table, kf.k0, X0[sl], seeds[sl], n_fine, dt, fa, kinds, params.beta, attn, Qt, Kt,
+                     Vt, rtol, final[sl], max_dev[sl], max_dev_c[sl], status[sl])
+
+    _run_chunked(call, P, float(P) * n_fine * (R * N) ** 3, progress, "ladder")
+    _raise_on_status(status, f"refinement ladder ({kind})", "fine step", params, depth=n_fine)
+    return LadderResult(kind, params, n_fine, fa, P, seed, final, max_dev, max_dev_c)
+
+
+TANGENT_MODELS = ("transformer", "gaussian", "sde")
+
+
+def tangent_initial(params: ModelParams, n_paths: int, seed: int, init=None, tangent=None):
+    """(x0 (P, d), v0 (P, d)): x0 uniform on the sphere (or `init`, shape (d,) or (P, d),
+    projected), v0 a uniform unit tangent at x0 (or `tangent` projected onto T_x0)."""
+    params = _check_params(params)
+    P = check_int("n_paths", n_paths, 1)
+    d = params.d
+    one = params.with_(n_tokens=1)
+    if init is not None:
+        x = np.asarray(init, dtype=float)
+        init = x.reshape(1, d) if x.shape == (d,) else (x.reshape(P, 1, d) if x.shape == (P, d) else x)
+    x0 = initial_tokens(one, P, seed, init)[:, 0, :]
+    rng = _rng.generator(seed, INIT_STREAM + 2)
+    if tangent is None:
+        g = rng.standard_normal((P, d))
+    else:
+        try:
+            g = np.broadcast_to(np.asarray(tangent, dtype=float), (P, d)).copy()
+        except ValueError:
+            raise ParameterError("tangent", "<array>", f"must have shape (d,) or (P, d) = ({P}, {d})") from None
+    g = g - np.sum(g * x0, axis=1, keepdims=True) * x0
+    norms = np.linalg.norm(g, axis=1, keepdims=True)
+    if not np.all(np.isfinite(g)) or np.any(norms == 0):
+        raise ParameterError("tangent", "<array>", "must have a non-zero component tangent to the token")
+    return np.ascontiguousarray(x0), np.ascontiguousarray(g / norms)
+
+
+def lyapunov_tangent(params: ModelParams, model: str = "transformer", depth: int = 100,
+                     width: int | None = None, n_paths: int = 1, seed: int = 0, init=None,
+                     tangent=None, mode: str = "auto", progress: bool | None = None,
+                     rtol: float = DEFAULT_RTOL) -> TangentResult:
+    """Top Lyapunov exponent by the tangent flow of one token (Benettin renormalisation).
+
+    model: "transformer" (finite width m = width, exact-in-law Jacobian action),
+    "gaussian" (m = infinity) or "sde" (projected Euler, depth steps).  Attention acts on a
+    single token as A(x) = V x (set V = 0 for the noise-only flow of SPEC section 5).
+    Returns per-path rates log|v_T| / T with their mean and standard error.
+    """
+    params = _check_params(params)
+    if model not in TANGENT_MODELS:
+        raise ParameterError("model", model, f"must be one of {', '.join(TANGENT_MODELS)}")
+    L = check_int("depth", depth, 1)
+    P = check_int("n_paths", n_paths, 1)
+    seed = check_int("seed", seed, 0)
+    x0, v0 = tangent_initial(params, P, seed, init, tangent)
+    seeds = _rng.path_seeds(seed, P, DYNAMICS_STREAM + 1)
+    d = params.d
+    logs = np.zeros((P, L + 1))
+    final = np.zeros((P, d))
+    status = np.zeros((P, 2), dtype=np.int64)
+    attn = bool(params.attention_on)
+    Vt = np.ascontiguousarray(params.V.T)
+    delta = params.horizon / L
+    m = None
+    if model == "transformer":
+        if width is None:
+            raise ParameterError("width", width, "is required for model='transformer'")
+        m = check_int("width", width, 1)
+        pre_exact, out_exact = _choose_mode(mode, 2, d, m)
+        kernel = _kernel_for(params.activation, "tangent", "tangent_finite")
+
+        def call(a, b):
+            sl = slice(a, b)
+            kernel(b - a, x0[sl], v0[sl], seeds[sl], L, delta, attn, Vt, params.sigma_w,
+                   params.sigma_b, params.sigma_a, m, pre_exact, out_exact, rtol, logs[sl], final[sl],
+                   status[sl])
+        work = float(P) * L * m * d
+    else:
+        from .numeric.tangent import tangent_gaussian_paths, tangent_sde_paths
+        kf, _ = _kernel_table(params)
+        if not math.isfinite(kf.k1):
+            raise ParameterError("activation", params.activation.name,
+                                 "has a jump (k1 = K'(1) = inf): the m = infinity tangent flow is undefined")
+        fn = tangent_gaussian_paths if model == "gaussian" else tangent_sde_paths
+
+        def call(a, b):
+            sl = slice(a, b)
+            fn(x0[sl], v0[sl], seeds[sl], L, delta, attn, Vt, kf.k0, kf.k1, logs[sl], final[sl], status[sl])
+        work = float(P) * L * d * 10
+    _run_chunked(call, P, work, progress, f"tangent ({model})")
+    _raise_on_status(status, f"tangent flow ({model})", "layer" if model != "sde" else "step",
+                     params, depth=L, width=m)
+    rates = logs[:, -1] / params.horizon
+    stderr = float(rates.std(ddof=1) / math.sqrt(P)) if P > 1 else float("nan")
+    return TangentResult(model, params, L, m, P, seed, logs[:, -1].copy(), rates, logs, final,
+                         float(rates.mean()), stderr)

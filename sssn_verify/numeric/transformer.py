@@ -23,6 +23,7 @@ from numba import njit, prange
 
 from .fields import (STATUS_NONFINITE, STATUS_OK, STATUS_ZERO_NORM, correlated_normals,
                      kernel_cholesky, mlp_outputs, mlp_preactivations, rng_state)
+from .kernels import table_gap
 from .observables import energy0, energy_beta, half_sq_dist
 
 
@@ -160,21 +161,25 @@ def finite_width_path(phi, p, X0, seeds, n_layers, delta, beta, attn, Qt, Kt, Vt
 
 
 @njit(cache=True)
-def gap_matrix(gapfun, table, Y, G):
+def gap_matrix(table, Y, G):
     """G_ij = k0 - K(<y_i, y_j>) through the stable gap of u = |y_i - y_j|^2 / 2."""
     n = Y.shape[0]
     for i in range(n):
         G[i, i] = 0.0
         for j in range(i):
-            g = gapfun(table, half_sq_dist(Y[i], Y[j]))
+            g = table_gap(table, half_sq_dist(Y[i], Y[j]))
             G[i, j] = g
             G[j, i] = g
 
 
 @njit(cache=True)
-def sample_field(st, gapfun, table, k0, Y, G, Sw, L, Zd, out, rtol):
-    """out (N, d): the Gaussian field with covariance K(<y_i, y_j>) I_d at the rows of Y."""
-    gap_matrix(gapfun, table, Y, G)
+def sample_field(st, table, k0, Y, G, Sw, L, Zd, out, rtol):
+    """out (N, d): the Gaussian field with covariance K(<y_i, y_j>) I_d at the rows of Y.
+
+    ``table`` is a ``numeric.kernels`` table (k0 = table[0]); the kernel matrix is
+    factorised in gap form by ``fields.kernel_cholesky`` (see its jitter policy).
+    """
+    gap_matrix(table, Y, G)
     code = kernel_cholesky(k0, G, Sw, L, rtol)
     if code == STATUS_OK:
         correlated_normals(st, L, Zd, out)
@@ -182,7 +187,7 @@ def sample_field(st, gapfun, table, k0, Y, G, Sw, L, Zd, out, rtol):
 
 
 @njit(cache=True, parallel=True)
-def gaussian_paths(gapfun, table, k0, X0, seeds, n_layers, delta, beta, attn, Qt, Kt, Vt, rtol,
+def gaussian_paths(table, k0, X0, seeds, n_layers, delta, beta, attn, Qt, Kt, Vt, rtol,
                    energy, betas, energies, store_every, traj, final, status):
     """Gaussian transformer (m = infinity), all paths: x' = Pi(y + sqrt(delta) G(y))."""
     P, N, d = X0.shape
@@ -206,7 +211,7 @@ def gaussian_paths(gapfun, table, k0, X0, seeds, n_layers, delta, beta, attn, Qt
         for layer in range(n_layers):
             code = attention_half_step(X, Y, delta, beta, attn, Qt, Kt, Vt, QX, KX, VX, S, A)
             if code == STATUS_OK:
-                code = sample_field(st, gapfun, table, k0, Y, G, Sw, L, Zd, O, rtol)
+                code = sample_field(st, table, k0, Y, G, Sw, L, Zd, O, rtol)
             if code == STATUS_OK:
                 for i in range(N):
                     for c in range(d):
