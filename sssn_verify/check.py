@@ -325,11 +325,20 @@ def check_candidate(claim: str, candidate: str, *, activation: str = "relu", d: 
     point = choose_parameters(claim, cand, act, given)
     _params(point)  # validates (e.g. sigma_w = sigma_b = 0)
     v = _values(claim, point)
-    cand_value = cand.value(v)
+    try:
+        cand_value = cand.value(v)
+    except CandidateError as exc:     # not a finite real number where the quantity exists: wrong
+        cand_value, undefined = math.nan, str(exc)
+    else:
+        undefined = None
     derived = _derived_value(claim, point, v)
     budget = BUDGETS[claim]
     est, se, det_tol, n, method, _, info = _EVIDENCE[claim](point, seed, level, budget)
-    if det_tol is not None:
+    if undefined is not None:
+        r = deterministic_check(claim, est, math.nan, tol=0.0, error=se, method=method)
+        r.passed, pvalue = False, None
+        info = {**info, "reason": undefined}
+    elif det_tol is not None:
         r = deterministic_check(claim, est, cand_value, tol=det_tol, error=se, method=method)
         pvalue = None
     else:

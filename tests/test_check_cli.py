@@ -1,0 +1,93 @@
+"""`sssn-verify check`: derived formulas are consistent, wrong ones (sign, d-2 for d-1, a missing
+factor 2, k0 <-> k1) are rejected, parameters are chosen where they differ, bad input exits 2."""
+import json
+
+import pytest
+
+from sssn_verify.check import parse_candidate
+from sssn_verify.cli import main
+from sssn_verify.errors import CandidateError
+
+RELU_K = ("sa^2*(sw^2+sb^2)/(2*pi)*(sqrt(1-((sw^2*rho+sb^2)/(sw^2+sb^2))^2)"
+          " + (pi-acos((sw^2*rho+sb^2)/(sw^2+sb^2)))*(sw^2*rho+sb^2)/(sw^2+sb^2))")
+
+
+def run_json(capsys, *argv):
+    rc = main(["check", *argv, "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == (0 if out["verdict"] == "consistent" else 1)
+    for key in ("claim", "verdict", "estimate", "stderr", "candidate_value", "parameters"):
+        assert key in out
+    return out
+
+
+def test_kernel_relu_closed_form_is_consistent(capsys):
+    out = run_json(capsys, "kernel", "--candidate", RELU_K)
+    assert out["verdict"] == "consistent"
+    assert out["estimate"] == pytest.approx(out["candidate_value"], abs=1e-8)
+
+
+@pytest.mark.parametrize("wrong", [
+    RELU_K.replace("(pi-acos", "(pi+acos"),                   # sign
+    "2*" + RELU_K,                                             # factor 2
+    RELU_K.replace("sw^2+sb^2", "sw^2"),                       # bias dropped in the variance
+    "sa^2*(sw^2*rho+sb^2)/2",                                  # a linearization
+])
+def test_kernel_wrong_candidates_are_rejected(capsys, wrong):
+    out = run_json(capsys, "kernel", "--candidate", wrong)
+    assert out["verdict"] == "rejected"
+
+
+def test_kernel_user_parameters_are_used(capsys):
+    out = run_json(capsys, "kernel", "--candidate", RELU_K, "--sigma-w", "0.7", "--sigma-b", "0.2",
+                   "--sigma-a", "1.1", "--rho", "0.3")
+    assert out["parameters"]["rho"] == 0.3 and out["parameters"]["sigma_w"] == 0.7
+    assert out["chosen"] == "user" and out["verdict"] == "consistent"
+
+
+def test_ito_drift_derived_is_consistent_and_wrong_ones_rejected(capsys):
+    assert run_json(capsys, "ito_drift", "--candidate", "-(d-1)*k0/2")["verdict"] == "consistent"
+    for wrong in ("-(d-2)*k0/2", "-(d-1)*k0", "(d-1)*k0/2", "-(d-1)*k0/2 - k0^2/4"):
+        out = run_json(capsys, "ito_drift", "--candidate", wrong)
+        assert out["verdict"] == "rejected", (wrong, out)
+        assert abs(out["candidate_value"] - out["estimate"]) > 3 * out["stderr"]
+
+
+def test_parameters_are_chosen_where_candidates_differ(capsys):
+    # d-2 for d-1 vanishes nowhere but differs by k0/2: the largest k0 on the grid is chosen
+    out = run_json(capsys, "ito_drift", "--candidate", "-(d-2)*k0/2")
+    assert out["chosen"].startswith("grid")
+    assert out["parameters"]["k0"] == max(0.5 * (sw * sw + sb * sb) * sa * sa
+                                          for sw, sb, sa in [(1, 0, 1), (1, 1, 1), (1, 2, 1), (0.6, 1, 1.2),
+                                                             (1.3, 0.4, 0.8)])
+
+
+def test_text_output_says_the_verdict(capsys):
+    rc = main(["check", "kernel", "--candidate", RELU_K, "--rho", "0.5"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "verdict:    CONSISTENT" in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "kernel", "--candidate", "rho + u"],                 # unknown symbol
+    ["check", "kernel", "--candidate", "__import__('os').getcwd()"],
+    ["check", "kernel", "--candidate", "((rho"],                   # unparsable
+    ["check", "kernel", "--candidate", "rho", "--sigma-w", "-1"],  # bad parameter
+    ["check", "nonsense", "--candidate", "d"],                     # unknown claim
+    ["check", "lambda1", "--candidate", "k0", "--activation", "heaviside"],   # k1 = inf
+])
+def test_bad_input_exits_two(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "error" in err[0]
+
+
+def test_parser_allows_only_the_claims_variables():
+    assert parse_candidate("lambda1", "((d-3)*k1-(d-1)*k0)/2").expr.free_symbols
+    assert parse_candidate("lambda1", "-(sa^2/4)*(2*sw^2+(d-1)*sb^2)").expr.free_symbols
+    with pytest.raises(CandidateError):
+        parse_candidate("ito_drift", "rho*k0")
+    with pytest.raises(CandidateError):
+        parse_candidate("kernel", "")
+    with pytest.raises(CandidateError):
+        parse_candidate("kernel", "lambda: 1")
