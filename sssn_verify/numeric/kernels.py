@@ -272,13 +272,14 @@ def _unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -> dict
                 u = _theta_to_u(th)
                 out[i] = g / (math.sqrt(u) if jump else u)
             return out
-        coef, err = _adaptive_chebyshev(h_at, max_n=257)
-        # independent check of the quadrature itself: a coarser rule at a few points
+        coef, err = _adaptive_chebyshev(h_at, max_n=257, start_n=65)
+        # error of the quadrature itself: the difference to a finer rule at a few points
+        # (the 1-D errors are those of the coarser of two rules, hence conservative)
         quad_err = max(k0_err, k1_err if math.isfinite(k1_err) else 0.0)
         for th in (0.3, 1.7, 3.0):
-            fine = _quad_gap(act, sw, sb, th)
-            coarse = _quad_gap(act, sw, sb, th, q=12)
-            quad_err = max(quad_err, abs(fine - coarse))
+            used = _quad_gap(act, sw, sb, th)
+            finer = _quad_gap(act, sw, sb, th, q=20, panels_t=48, panels_r=15)
+            quad_err = max(quad_err, abs(used - finer))
         method = "quadrature"
     table = np.empty(_HEADER + coef.size)
     table[0], table[1], table[2], table[3] = k0, float(jump), coef.size, k1
@@ -287,13 +288,13 @@ def _unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -> dict
     return dict(table=table, k0=k0, k1=k1, method=method, error_bound=float(bound))
 
 
-def _adaptive_chebyshev(h_at, max_n: int):
+def _adaptive_chebyshev(h_at, max_n: int, start_n: int = 33):
     """Chebyshev coefficients of h on theta in [0, pi], doubling n until the tail is negligible.
 
     Returns (coefficients, measured error): the error is the largest difference between the
     interpolant and h at the midpoints between nodes, times w(u) <= 2 (an abs error in K).
     """
-    n = 33
+    n = start_n
     while True:
         x = _cheb_nodes(n)
         vals = h_at((x + 1.0) * np.pi / 2.0)
@@ -307,7 +308,7 @@ def _adaptive_chebyshev(h_at, max_n: int):
     keep = np.nonzero(np.abs(coef) > 1e-17 * scale)[0]
     coef = coef[: keep[-1] + 1] if keep.size else coef[:1]
     # measured error at points between the nodes
-    xm = np.cos(np.pi * np.arange(1, n) / n)[::-1][:: max(1, n // 24)]
+    xm = np.cos(np.pi * np.arange(1, n) / n)[::-1][:: max(1, n // 16)]
     check = h_at((xm + 1.0) * np.pi / 2.0)
     approx = np.polynomial.chebyshev.chebval(xm, coef)
     err = 2.0 * float(np.max(np.abs(check - approx))) + float(np.sum(np.abs(coef[-2:])))
@@ -367,8 +368,8 @@ def _quad_k0(act: Activation, s: float):
     """(E phi(sZ)^2, error estimate)."""
     kinks = _kink_points(act)
     f = lambda x: act.numpy(x) ** 2
-    fine = _gauss_1d(f, s, kinks)
-    coarse = _gauss_1d(f, s, kinks, q=16)
+    fine = _gauss_1d(f, s, kinks, q=24, panels=48)
+    coarse = _gauss_1d(f, s, kinks)
     return fine, abs(fine - coarse)
 
 
@@ -377,8 +378,8 @@ def _quad_k1(act: Activation, sw: float, sb: float):
     s = math.hypot(sw, sb)
     kinks = _kink_points(act)
     f = lambda x: act.numpy_derivative(x) ** 2
-    fine = _gauss_1d(f, s, kinks)
-    coarse = _gauss_1d(f, s, kinks, q=16)
+    fine = _gauss_1d(f, s, kinks, q=24, panels=48)
+    coarse = _gauss_1d(f, s, kinks)
     return sw * sw * fine, sw * sw * abs(fine - coarse)
 
 
