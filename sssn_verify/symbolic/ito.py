@@ -36,8 +36,8 @@ xSx, trS = sp.symbols("xSx trSigma", real=True)       # x^T Sigma x, tr Sigma
 # vector atoms (non-commutative so sympy never merges them with scalars)
 X, A, G, SX, SA = sp.symbols("x a g Sigma_x Sigma_a", commutative=False)
 
-_INVARIANT_NAMES = {xa: "<x,a>", xg: "<x,g>", gg: "|g|^2", ag: "<a,g>", aa: "|a|^2",
-                    xSx: "x^T Sigma x", trS: "tr Sigma"}
+_INVARIANT_NAMES = {xa: r"\langle x,a\rangle", xg: r"\langle x,g\rangle", gg: "|g|^2",
+                    ag: r"\langle a,g\rangle", aa: "|a|^2", xSx: r"x^T \Sigma x", trS: r"\mathrm{tr}\,\Sigma"}
 
 
 def _gaussian_expectation(term: sp.Expr) -> sp.Expr:
@@ -126,7 +126,7 @@ def ito_drift_derivation() -> Derivation:
          "$E g = 0$, $E g g^T = \\Sigma(x)$ (general), then $\\Sigma = k_0 I_d$",
          "Terms of order higher than $\\delta$ are dropped (they vanish in the limit $L \\to \\infty$)",
          "Vectors are atoms $x, a, g, \\Sigma x$; scalars are the invariants "
-         + ", ".join(f"{sp.sstr(k)} = {v}" for k, v in _INVARIANT_NAMES.items())],
+         + ", ".join(f"${sp.latex(k)} = {v}$" for k, v in _INVARIANT_NAMES.items())],
         [], None)
     for text, expr in steps:
         der.add(text, expr)
