@@ -38,6 +38,18 @@ def test_sections_follow_module_order():
     assert idx == sorted(idx) and ordered_names()[:2] == ["kernel", "ito_drift"]
 
 
+def test_pdf_is_built_when_a_tex_engine_is_installed(tmp_path, document):
+    import shutil
+
+    from sssn_verify.latex_doc import write_document
+    result = write_document(tmp_path, compile_pdf=True)
+    assert Path(result["tex"]).read_text() == document
+    if shutil.which("pdflatex") or shutil.which("lualatex"):
+        assert result["pdf"] and Path(result["pdf"]).stat().st_size > 10_000, result.get("error")
+    else:
+        assert result["pdf"] is None and result["engine"] is None
+
+
 def test_latex_command_writes_the_file(tmp_path, capsys, document):
     assert main(["latex", "--out", str(tmp_path), "--no-pdf"]) == 0
     assert (tmp_path / FILENAME).read_text() == document
