@@ -11,21 +11,24 @@ The Gaussian field at N points (``kernel_cholesky`` + ``correlated_normals``)
     A centred field with ``E[G(x_i) G(x_j)^T] = C_ij I_d`` is sampled jointly at the N
     points as ``G = L Z`` with ``C = L L^T`` and ``Z`` an (N, d) standard normal matrix.
 
-Jitter policy (documented and tested): **no diagonal jitter**.  ``psd_cholesky`` is a
-semi-definite Cholesky: a pivot (Schur complement diagonal) ``s_j <= rtol * max_i C_ii``
-(default ``rtol = 1e-13``) is treated as an exact zero and its column is set to zero, i.e.
-point j is, to rounding, determined by the earlier points and receives exactly their
-conditional mean.  Coincident tokens therefore receive *identical* noise (as they do in
-the finite-width MLP, which keeps coincident tokens coincident), and the covariance that is
-dropped has diagonal entries below ``rtol * max C_ii``.  A pivot below
-``-sqrt(rtol) * max C_ii`` means the matrix is not positive semi-definite (an invalid
-kernel, or NaN): the sampler returns status ``STATUS_NOT_PSD`` and the caller stops.
+Jitter policy (documented and tested): **no diagonal jitter**.  ``psd_cholesky`` is the
+pivoted semi-definite Cholesky (Higham; LAPACK ``dpstrf``): at each step the largest
+remaining Schur-complement diagonal is eliminated, and the factorisation stops (rank r) once
+it is ``<= rtol * max_i C_ii`` (default ``rtol = 1e-13``): the remaining points are, to
+rounding, determined by the pivots and receive exactly their conditional mean.  Coincident
+tokens therefore receive *identical* noise (as in the finite-width MLP, which keeps
+coincident tokens coincident), the covariance dropped has diagonal entries below
+``rtol * max C_ii``, and rank-deficient matrices (N > d + 1 pre-activations, N > m outputs,
+the identity activation's rank-(d+1) kernel) stay stable.  A remaining diagonal below
+``-sqrt(rtol) * max C_ii`` (or NaN) means the matrix is not positive semi-definite (an
+invalid kernel): the sampler returns ``STATUS_NOT_PSD`` and the caller raises.
+The factor B (n x n, columns beyond r zero) satisfies ``B B^T ~ C`` in the original order.
 
 For kernel matrices ``C_ij = k0 - g_ij`` with the stable gap ``g_ij = k0 - K(rho_ij)``
 (``g_ii = 0``), ``kernel_cholesky`` eliminates the first point analytically,
 ``S_ij = g_i0 + g_j0 - g_ij - g_i0 g_j0 / k0``, so nearby tokens keep their relative noise
-(variance ``2 g``) down to separations far below ``sqrt(eps)``; the rest is ``psd_cholesky``
-on S with the same policy relative to S's own scale.
+(variance ``2 g``) down to separations far below ``sqrt(eps)``; the rest is the pivoted
+factorisation of S with the same policy relative to S's own scale.
 
 The MLP in law (exact-in-law sampling, ``mlp_preactivations`` / ``mlp_outputs``)
     ``F(y) = m^{-1/2} sum_k a_k phi(<w_k, y> + b_k)`` with fresh Gaussian weights.  Given the
@@ -157,33 +160,54 @@ def fill_normal(state, out):
 
 # ---------------------------------------------------------------- semi-definite Cholesky
 @njit(cache=True)
-def _chol_from(C, L, start, tol, neg_tol):
-    """Semi-definite Cholesky of the trailing block C[start:, start:] into L (see module doc)."""
+def _pivoted_from(C, B, start, tol, neg_tol, diag, perm):
+    """Pivoted semi-definite Cholesky of the trailing block C[start:, start:] (see module doc).
+
+    Columns start.. of B receive the factor in the original row order (B need not be
+    triangular): C[start:, start:] ~ B[start:, start:] B[start:, start:]^T.
+    """
     n = C.shape[0]
+    for i in range(start, n):
+        diag[i] = C[i, i]
+        perm[i] = i
+        if not np.isfinite(diag[i]):
+            return STATUS_NOT_PSD
+        for j in range(start, n):
+            B[i, j] = 0.0
     for j in range(start, n):
-        s = C[j, j]
-        for k in range(start, j):
-            s -= L[j, k] * L[j, k]
-        if s > tol:
-            ljj = math.sqrt(s)
-            L[j, j] = ljj
-            inv = 1.0 / ljj
-            for i in range(j + 1, n):
-                t = C[i, j]
-                for k in range(start, j):
-                    t -= L[i, k] * L[j, k]
-                L[i, j] = t * inv
-        else:
-            if not (s >= -neg_tol):  # also catches NaN
-                return STATUS_NOT_PSD
-            for i in range(j, n):
-                L[i, j] = 0.0
+        q = j
+        best = diag[perm[j]]
+        for t in range(j + 1, n):
+            v = diag[perm[t]]
+            if v > best:
+                best = v
+                q = t
+        if not (best > tol):
+            for t in range(j, n):
+                if not (diag[perm[t]] >= -neg_tol):
+                    return STATUS_NOT_PSD
+            return STATUS_OK
+        piv = perm[q]
+        perm[q] = perm[j]
+        perm[j] = piv
+        inv = 1.0 / math.sqrt(best)
+        B[piv, j] = best * inv  # = sqrt(best), rounded exactly as a duplicate row's entry
+        for t in range(j + 1, n):
+            i = perm[t]
+            if diag[i] <= tol:  # already determined by the pivots: frozen (exact duplicates stay equal)
+                continue
+            acc = C[i, piv]
+            for k in range(start, j):
+                acc -= B[i, k] * B[piv, k]
+            lij = acc * inv
+            B[i, j] = lij
+            diag[i] -= lij * lij
     return STATUS_OK
 
 
 @njit(cache=True)
-def psd_cholesky(C, L, rtol):
-    """Lower L with L L^T = C up to the pivot-clipping policy; returns a status code."""
+def psd_cholesky(C, B, rtol):
+    """B with B B^T = C up to the pivot-clipping policy (diagonal pivoting); returns a status."""
     n = C.shape[0]
     scale = 0.0
     for i in range(n):
@@ -191,35 +215,29 @@ def psd_cholesky(C, L, rtol):
             return STATUS_NOT_PSD
         if C[i, i] > scale:
             scale = C[i, i]
-    for i in range(n):
-        for j in range(i + 1, n):
-            L[i, j] = 0.0
-    if scale == 0.0:
-        for i in range(n):
-            for j in range(i + 1):
-                L[i, j] = 0.0
-        return STATUS_OK
-    return _chol_from(C, L, 0, rtol * scale, math.sqrt(rtol) * scale)
+    diag = np.empty(n)
+    perm = np.empty(n, np.int64)
+    return _pivoted_from(C, B, 0, rtol * scale, math.sqrt(rtol) * scale, diag, perm)
 
 
 @njit(cache=True)
-def kernel_cholesky(k0, G, S, L, rtol):
-    """Cholesky of C = k0 - G (G the gap matrix, G_ii = 0), first point eliminated exactly.
+def kernel_cholesky(k0, G, S, B, rtol):
+    """Factor B B^T = C for C = k0 - G (G the gap matrix, G_ii = 0), first point exact.
 
-    S is an (n, n) work array; L receives the lower factor.  Returns a status code.
+    S is an (n, n) work array; B receives the factor (see module doc).  Returns a status.
     """
     n = G.shape[0]
     if not (k0 >= 0.0) or not np.isfinite(k0):
         return STATUS_NOT_PSD
     for i in range(n):
         for j in range(n):
-            L[i, j] = 0.0
+            B[i, j] = 0.0
     if k0 == 0.0:
         return STATUS_OK
     r0 = math.sqrt(k0)
-    L[0, 0] = r0
+    B[0, 0] = r0
     for i in range(1, n):
-        L[i, 0] = (k0 - G[i, 0]) / r0
+        B[i, 0] = (k0 - G[i, 0]) / r0
     scale = 0.0
     for i in range(1, n):
         gi = G[i, 0]
@@ -234,25 +252,25 @@ def kernel_cholesky(k0, G, S, L, rtol):
             scale = S[i, i]
     if n == 1:
         return STATUS_OK
-    if scale <= 0.0:
-        scale = 0.0
+    diag = np.empty(n)
+    perm = np.empty(n, np.int64)
     # negative pivots are judged against k0 (the scale of the rounding in G)
-    return _chol_from(S, L, 1, rtol * scale, math.sqrt(rtol) * k0)
+    return _pivoted_from(S, B, 1, rtol * scale, math.sqrt(rtol) * k0, diag, perm)
 
 
 @njit(cache=True)
-def correlated_normals(state, L, Z, out):
-    """out = L @ Z with Z (n, d) fresh standard normals: rows with covariance L L^T (times I_d)."""
+def correlated_normals(state, B, Z, out):
+    """out = B @ Z with Z (n, d) fresh standard normals: rows with covariance B B^T (times I_d)."""
     fill_normal(state, Z)
     n, d = Z.shape
     for i in range(n):
         for c in range(d):
             out[i, c] = 0.0
-        for j in range(i + 1):
-            lij = L[i, j]
-            if lij != 0.0:
+        for j in range(n):
+            bij = B[i, j]
+            if bij != 0.0:
                 for c in range(d):
-                    out[i, c] += lij * Z[j, c]
+                    out[i, c] += bij * Z[j, c]
 
 
 # ---------------------------------------------------------------- the MLP in law
@@ -279,7 +297,7 @@ def mlp_preactivations(state, Y, bias, sw, sb, exact, Z, C, L, Xi, Wd, bm, rtol)
         if status != STATUS_OK:
             return status
         fill_normal(state, Xi)
-        Z[:, :] = np.dot(L, Xi)
+        Z[:, :] = np.dot(L, Xi)  # L is the (pivoted) factor B
         return STATUS_OK
     fill_normal(state, Wd)
     fill_normal(state, bm)
