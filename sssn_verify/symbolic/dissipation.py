@@ -1,0 +1,286 @@
+"""Dissipation rate lambda_bar(beta), the coercivity condition and the attention bound C_att.
+
+Noise part of the two-point generator (from ``two_point``): ``L2 f = b f' + a f''/2`` with
+``f(rho) = e^beta - e^{beta rho}`` (``1 - rho`` for beta = 0) and
+``lambda_bar(beta) = sup_{rho in [-1,1)} L2 f / f`` (SPEC section 5).
+
+* ``f'' = beta f'``, so ``L2 f / f = (f'/f) N`` with ``N = b + beta a/2``.  With
+  ``rho = 1 - u`` and ``K(rho) = k0 - u q`` (``q = (k0 - K)/u -> k1``), ``N/u`` is a
+  polynomial in (u, q): the stable form used by ``numeric/rates.py``:
+  ``L2 f/f = -e^{-beta u} (N/u) / h(u)``, ``h = (1 - e^{-beta u})/(beta u)`` (h = 1 at beta = 0).
+* Edge value (rho -> 1), with ``K(1-u) = k0 - k1 u + c u^{1+alpha}`` (alpha > 0 admits
+  ReLU's u^{3/2}): ``lambda_edge = (d-1) k1 - (d-3) k0`` for every beta >= 0.
+* Coercivity (``lambda_bar < 0``) needs the edge condition
+  ``(d-1) sw^2 E[phi'(U)^2] < (d-3) E[phi(U)^2]``, U ~ N(0, sw^2 + sb^2), and the interior
+  condition ``b(rho) + beta a(rho)/2 > 0`` on ``[-1, 1)`` (with a uniform margin).  For
+  ReLU the edge condition is ``d > 3`` and ``sigma_b/sigma_w > sqrt(2/(d-3))``: without
+  bias ReLU never dissipates, whatever d.  (Research decision: the seed's "d > 3 suffices"
+  is refuted under our conventions; whether the sup sits at the edge is checked
+  numerically in the tests and reported by ``regime``.)
+* Attention: ``C_att = 2 ||V|| (1 + beta ||K^T Q||)`` in general (operator 2-norms), and
+  ``C_att = 0`` when ``V = 0``, or ``V = v I`` with ``v >= 0`` and either ``Q^T K = I`` or
+  ``beta = 0`` (then ``dE_beta/dt = -(v/N^2) sum_i Z_i |P_{x_i} A_i|^2 <= 0``).
+  What is proved: ``|d(1-rho_ij)/dt| <= C_att (1 - rho_ij)`` for every pair (both signs),
+  from the identity ``d(1-rho)/dt = -(1-rho)<S, x_i+x_j> + (1/2)(1+rho)<D, x_i-x_j>``,
+  ``|S| <= ||V||``, ``|x_i + x_j| <= 2``, ``|D| <= beta ||V|| ||K^T Q|| |x_i - x_j|``
+  (softmax-mean Jacobian ``beta V Cov_p K^T Q``, ``||Cov_p|| <= 1`` for unit vectors),
+  ``|x_i - x_j|^2 = 2(1-rho)``, ``1 + rho <= 2``; then ``f >= beta e^{beta rho}(1-rho)``
+  turns it into ``dE_beta/dt|_att <= C_att E_beta``.  The bound is attained at beta = 0
+  (``V = -I``, two tokens, rho -> 1), so the factor 2 cannot be lowered in general.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import sympy as sp
+
+from ..errors import DerivationError
+from . import register
+from .derivation import Derivation
+from .lyapunov import alpha, c_rem, kernel_constants, sigma_a, sigma_b, sigma_w
+from .two_point import Gram, Krho, attention_rho_identity, d, k0, k1, noise_coefficients, rho, u
+
+beta = sp.Symbol("beta", nonnegative=True)
+q = sp.Symbol("q", real=True)           # (k0 - K(1-u)) / u
+t_ratio = sp.Symbol("t", nonnegative=True)   # sigma_b / sigma_w
+M0, M1 = sp.symbols("M0 M1", positive=True)  # E[phi(U)^2], E[phi'(U)^2]
+
+
+def energy_profile(positive_beta: bool = True):
+    """f(rho) for beta > 0 (symbol beta) or beta = 0."""
+    b_ = sp.Symbol("beta", positive=True)
+    return (sp.exp(b_) - sp.exp(b_ * rho), b_) if positive_beta else (1 - rho, sp.S.Zero)
+
+
+@lru_cache(maxsize=None)
+def generator_factor(positive_beta: bool = True) -> sp.Expr:
+    """N(rho) with L2 f = f' N (f'' = beta f'): N = b + beta a/2."""
+    f, b_ = energy_profile(positive_beta)
+    b, a = noise_coefficients()
+    fp = sp.diff(f, rho)
+    L2 = b * fp + a * sp.diff(f, rho, 2) / 2
+    N = sp.simplify(L2 / fp)
+    return N.subs(b_, beta)
+
+
+@lru_cache(maxsize=None)
+def stable_numerator() -> sp.Expr:
+    """N/u as a polynomial in (u, q), where rho = 1 - u, K = k0 - u q (valid for beta >= 0)."""
+    N = generator_factor(True)
+    out = sp.expand(N.subs(Krho, k0 - u * q).subs(rho, 1 - u) / u)
+    if any(p < 0 for p in sp.Poly(out, u).monoms() for p in p):
+        raise DerivationError("N/u is not polynomial in u")
+    if sp.simplify(out.subs(beta, 0) - sp.expand(generator_factor(False).subs(Krho, k0 - u * q)
+                                               .subs(rho, 1 - u) / u)) != 0:
+        raise DerivationError("beta = 0 factor is not the beta -> 0 limit")
+    return sp.collect(out, u)
+
+
+@lru_cache(maxsize=None)
+def edge_rate() -> sp.Expr:
+    """lambda_edge = lim_{rho -> 1} L2 f / f, the same for beta > 0 and beta = 0."""
+    remainder = k0 - k1 * u + c_rem * u**(1 + alpha)
+    results = []
+    for positive in (True, False):
+        f, b_ = energy_profile(positive)
+        N = generator_factor(positive).subs(beta, b_)
+        lim_N = sp.limit(sp.expand(N.subs(Krho, remainder).subs(rho, 1 - u) / u), u, 0, "+")
+        lim_f = sp.limit((sp.diff(f, rho) * u / f).subs(rho, 1 - u), u, 0, "+")
+        results.append(sp.expand(lim_N * lim_f))
+    if sp.simplify(results[0] - results[1]) != 0 or any(r.has(c_rem, alpha, sp.oo) for r in results):
+        raise DerivationError(f"edge rate: beta > 0 and beta = 0 disagree: {results}")
+    return sp.collect(results[0], [k0, k1], sp.factor)
+
+
+@lru_cache(maxsize=None)
+def relu_edge_rate() -> sp.Expr:
+    c0, c1, _ = kernel_constants("relu")
+    return sp.factor(edge_rate().subs({k0: c0, k1: c1}))
+
+
+@lru_cache(maxsize=None)
+def relu_region():
+    """The ReLU edge condition lambda_edge < 0 solved for t = sigma_b/sigma_w.
+
+    Returns (F, A, B, threshold) with sign(lambda_edge) = sign(F), F = A + B t^2, and the
+    region ``B < 0 and t^2 > -A/B``, i.e. ``d > 3 and t > threshold``.
+    """
+    lam = relu_edge_rate().subs(sigma_b, t_ratio * sigma_w)
+    positive, rest = sp.S.One, sp.S.One
+    for fac, mult in sp.factor_list(lam)[1]:
+        if fac.is_positive:
+            positive *= fac**mult
+        else:
+            rest *= fac**mult
+    coeff = sp.factor_list(lam)[0]
+    if coeff < 0:
+        rest = -rest
+    F = sp.expand(rest)
+    poly = sp.Poly(F, t_ratio)
+    if poly.degree() != 2 or poly.coeff_monomial(t_ratio) != 0:
+        raise DerivationError(f"ReLU edge condition is not of the form A + B t^2: {F}")
+    A, B = poly.coeff_monomial(1), poly.coeff_monomial(t_ratio**2)
+    if not A.is_positive:
+        raise DerivationError(f"ReLU edge condition: constant term {A} not positive")
+    # B < 0 <=> d > 3 (solved over the integers d >= 2)
+    dd = sp.Symbol("dd", real=True)
+    d_set = sp.solve_univariate_inequality(B.subs(d, dd) < 0, dd, relational=False)
+    threshold = sp.sqrt(sp.simplify(-A / B))
+    return F, A, B, threshold, d_set
+
+
+@register("dissipation")
+def dissipation() -> Derivation:
+    """lambda_bar edge value (d-1) k1 - (d-3) k0, the stable ratio, and the ReLU formula."""
+    dv = Derivation(
+        "dissipation", "Dissipation rate lambda_bar(beta) of the interaction energy",
+        ["L2 f = b f' + a f''/2 with b, a the noise coefficients of two_point",
+         "f(rho) = e^beta - e^{beta rho} for beta > 0, f = 1 - rho for beta = 0",
+         "lambda_bar(beta) = sup over rho in [-1, 1) of L2 f / f",
+         "near rho = 1: K(1-u) = k0 - k1 u + c u^(1+alpha), alpha > 0 (covers non-analytic kernels)"],
+        [], None)
+    Nb = generator_factor(True)
+    dv.add("f'' = beta f', hence L2 f = f' (b + beta a/2); the factor N = b + beta a/2", Nb)
+    dv.add("beta = 0: L2 f = -b", generator_factor(False))
+    dv.add("Stable form: rho = 1 - u, K = k0 - u q (q -> k1); N/u as a polynomial in u, q "
+           "(L2 f/f = -e^{-beta u} (N/u) / h(u), h = (1 - e^{-beta u})/(beta u))", stable_numerator())
+    lam = edge_rate()
+    le = sp.Symbol("lambda_edge")
+    dv.add("Edge value lim_{rho->1} L2 f/f (the same for beta > 0 and beta = 0)", sp.Eq(le, lam))
+    relu = relu_edge_rate()
+    dv.add("ReLU (k0, k1 from the kernel derivation)", sp.Eq(le, relu))
+    dv.result = sp.Eq(le, lam)
+    dv.extras.update(edge_rate=sp.sstr(lam), edge_rate_relu=sp.sstr(relu),
+                     stable_numerator=sp.sstr(stable_numerator()))
+    return dv
+
+
+@register("coercivity")
+def coercivity() -> Derivation:
+    """The coercivity condition lambda_bar < 0 as Gaussian moments; the exact ReLU region."""
+    dv = Derivation(
+        "coercivity", "Coercivity condition lambda_bar < 0",
+        ["Price: k0 = sigma_a^2 E[phi(U)^2] =: sigma_a^2 M0, k1 = sigma_a^2 sigma_w^2 E[phi'(U)^2] "
+         "=: sigma_a^2 sigma_w^2 M1, U ~ N(0, sigma_w^2 + sigma_b^2)",
+         "lambda_bar < 0 needs the edge value negative and L2 f < 0 in the interior"],
+        [], None)
+    lam = edge_rate()
+    moments = sp.factor(lam.subs({k0: sigma_a**2 * M0, k1: sigma_a**2 * sigma_w**2 * M1}))
+    dv.add("Edge value in Gaussian moments", moments)
+    edge_cond = sp.simplify(moments / sigma_a**2) < 0
+    dv.add("Edge condition (divide by sigma_a^2 > 0)", edge_cond)
+    Nb = generator_factor(True)
+    dv.add("Interior condition: L2 f / f < 0 <=> N(rho) = b + beta a/2 > 0 for rho in [-1, 1) "
+           "(f > 0, f' < 0); with a uniform margin for lambda_bar < 0", Nb > 0)
+    at_minus_one = sp.factor(Nb.subs(rho, -1))
+    dv.add("At rho = -1 the interior condition reads (so odd phi without bias, K(-1) = -k0, "
+           "gives lambda_bar >= 0)", at_minus_one > 0)
+    F, A, B, thr, d_set = relu_region()
+    dv.add("ReLU: sign of lambda_edge = sign of F(d, t), t = sigma_b/sigma_w", F)
+    dv.add("F < 0 needs the t^2 coefficient negative, i.e. d in", d_set)
+    dv.add("and then t > threshold", thr)
+    region = sp.And(d > 3, t_ratio > thr)
+    dv.result = region
+    dv.extras.update(edge_condition_moments=sp.sstr(edge_cond), relu_threshold=sp.sstr(thr),
+                     relu_region=f"d > 3 and sigma_b/sigma_w > {sp.sstr(thr)}")
+    return dv
+
+
+# ---------------------------------------------------------------- attention
+def energy_identity_residual(n_tokens: int, *, zero_beta: bool = False, factor=1) -> sp.Expr:
+    """dE_beta/dt + (v/N^2) sum_i Z_i |P_{x_i} A_i|^2 for V = v I, Q^T K = I (should be 0).
+
+    Computed in the Gram formalism (any d): tokens x_1..x_N with <x_i, x_j> = r_ij.
+    """
+    n = n_tokens
+    names = [f"x{i}" for i in range(n)]
+    r = {(i, j): sp.Symbol(f"r{min(i, j)}{max(i, j)}", real=True) for i in range(n) for j in range(n) if i != j}
+    known = {(names[i], names[i]): 1 for i in range(n)}
+    known.update({(names[i], names[j]): r[i, j] for (i, j) in r})
+    G = Gram(names, known)
+    xs = [G.vec(nm) for nm in names]
+    v = sp.Symbol("v", nonnegative=True)
+    # the weights e^{beta r_ij} enter only as positive numbers: name them (w_ij = w_ji, w_ii = e^beta)
+    eb = sp.Symbol("e_beta", positive=True)
+    w = {(i, j): (sp.S.One if zero_beta else
+                  eb if i == j else sp.Symbol(f"w{min(i, j)}{max(i, j)}", positive=True))
+         for i in range(n) for j in range(n)}
+    # the normalizations Z_i = sum_j w_ij enter as free positive symbols: the identity holds for any
+    # Z_i (hence for the softmax one), and stays polynomial after clearing denominators
+    Z = [sp.Symbol(f"Z{i}", positive=True) for i in range(n)]
+    m = [G.lin(*[(w[i, j] / Z[i], xs[j]) for j in range(n)]) for i in range(n)]   # A_i = v m_i
+    pm = [G.lin((1, m[i]), (-G.dot(xs[i], m[i]), xs[i])) for i in range(n)]      # P_{x_i} m_i
+    vel = [G.lin((v, pm[i])) for i in range(n)]                                   # dx_i/dt
+    drho = {(i, j): G.dot(vel[i], xs[j]) + G.dot(xs[i], vel[j]) for (i, j) in r}
+    if zero_beta:   # E_0 = (1/(2N^2)) sum (1 - r_ij)
+        dE = sum(-sp.Rational(1, 2) * drho[k] for k in r) / n**2
+    else:           # E_beta = (1/(2 beta N^2)) sum (e^beta - e^{beta r_ij}): dE/dr_ij = -e^{beta r_ij}/(2 N^2)
+        dE = sum(-w[k] * drho[k] for k in r) / (2 * n**2)
+    claim = -factor * v * sum(Z[i] * G.dot(pm[i], pm[i]) for i in range(n)) / n**2
+    clear = sp.Mul(*Z)
+    return sp.expand(sp.expand(dE - claim) * clear)
+
+
+@lru_cache(maxsize=None)
+def attention_constant():
+    """((norm_V, norm_KtQ, beta), bound on the D-term, C_att) for general Q, K, V.
+
+    C_att = max over rho in [-1,1] of [2 ||V|| (1-rho) + (1/2)(1+rho) beta ||V|| ||K^T Q|| |x_i-x_j|^2]/(1-rho).
+    """
+    nV, nKQ, b_ = sp.symbols("norm_V norm_KtQ beta", nonnegative=True)
+    bound_S = 2 * nV * (1 - rho)                  # |S| <= ||V||, |x_i + x_j| <= 2
+    dist2 = 2 * (1 - rho)                         # |x_i - x_j|^2
+    bound_D = sp.Rational(1, 2) * (1 + rho) * b_ * nV * nKQ * dist2
+    worst = sp.maximum(sp.simplify((bound_S + bound_D) / (1 - rho)), rho, sp.Interval(-1, 1))
+    return (nV, nKQ, b_), bound_D, sp.factor(worst)
+
+
+@register("attention_bound")
+def attention_bound() -> Derivation:
+    """C_att(beta, Q, K, V) = 2 ||V|| (1 + beta ||K^T Q||), and 0 for energy-lowering attention."""
+    dv = Derivation(
+        "attention_bound", "Attention contribution to the energy: the constant C_att",
+        ["A_i = sum_j softmax_j(beta <Q x_i, K x_j>) V x_j, tokens on S^{d-1}",
+         "E_beta = (1/(2 beta N^2)) sum_ij f(rho_ij), f = e^beta - e^{beta rho} (E_0 with f = 1 - rho)",
+         "norms are operator 2-norms"],
+        [], None)
+    drho, claim, residual = attention_rho_identity()
+    dv.add("Attention part of d rho_ij/dt (inner products, any d)", drho)
+    if residual != 0:
+        raise DerivationError("attention identity failed")
+    dv.add("Identity d(1-rho)/dt = -(1-rho)<S, x_i+x_j> + (1/2)(1+rho)<D, x_i-x_j>, "
+           "S = (A_i+A_j)/2, D = A_i - A_j: residual", residual)
+    (nV, nKQ, b_), bound_D, C = attention_constant()
+    dv.add("|first term| <= ||V|| * 2 * (1-rho); |D| <= beta ||V|| ||K^T Q|| |x_i - x_j| "
+           "(Jacobian of the softmax mean = beta V Cov_p K^T Q, ||Cov_p|| <= 1); |x_i-x_j|^2 = 2(1-rho): "
+           "|second term| <=", sp.factor(bound_D))
+    dv.add("maximum over rho in [-1, 1] of the total bound divided by (1 - rho): "
+           "|d(1-rho)/dt| <= C_att (1 - rho) with C_att =", C)
+    bb = sp.Symbol("beta", positive=True)
+    h = sp.exp(bb) - sp.exp(bb * rho) - bb * sp.exp(bb * rho) * (1 - rho)
+    dh = sp.factor(sp.diff(h, rho))
+    w = sp.Symbol("w", nonnegative=True)      # w = 1 - rho >= 0
+    if h.subs(rho, 1) != 0 or not sp.simplify(dh.subs(rho, 1 - w)).is_nonpositive:
+        raise DerivationError("convexity inequality failed")
+    dv.add("h = f - beta e^{beta rho}(1-rho): h(1) = 0 and h' = (<= 0 on [-1,1]), so f >= beta e^{beta rho}(1-rho)",
+           dh)
+    dv.add("Hence dE_beta/dt|_att = (1/(2N^2)) sum e^{beta rho_ij} d(1-rho_ij)/dt <= C_att E_beta; with the "
+           "noise part: E[E_beta(mu_t)] <= exp((lambda_bar + C_att) t) E[E_beta(mu_0)]")
+    for n in (2, 3, 4):
+        res = energy_identity_residual(n)
+        if res != 0:
+            raise DerivationError(f"energy identity failed for N={n}: {res}")
+        res0 = energy_identity_residual(n, zero_beta=True)
+        if res0 != 0:
+            raise DerivationError(f"beta = 0 energy identity failed for N={n}: {res0}")
+    dv.add("V = v I, Q^T K = I: dE_beta/dt = -(v/N^2) sum_i Z_i |P_{x_i} A_i/v|^2, Z_i = sum_j e^{beta rho_ij}; "
+           "verified symbolically for N = 2, 3, 4 (and beta = 0; any normalizations Z_i) after the symmetrization "
+           "sum_ij e^{beta rho_ij}(<x_i', x_j> + <x_i, x_j'>) = 2 sum_i <x_i', Z_i A_i/v>: residual", sp.S.Zero)
+    dv.result = sp.Piecewise((0, sp.Symbol("energy_lowering")), (C, True))
+    dv.extras.update(c_att=sp.sstr(C),
+                     zero_when="V = 0; or V = v I with v >= 0 and (Q^T K = I or beta = 0)")
+    return dv
+
+
+__all__ = ["dissipation", "coercivity", "attention_bound", "edge_rate", "relu_edge_rate", "relu_region",
+           "generator_factor", "stable_numerator", "energy_identity_residual", "beta", "q", "t_ratio"]
