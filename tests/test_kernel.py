@@ -148,16 +148,37 @@ def test_gap_is_relatively_accurate_down_to_1e_12(name):
             exact = float(mp.re(f(1 - mp.mpf(uu))))
         got = kf.gap(uu)
         assert abs(got - exact) <= 1e-10 * abs(exact), (name, uu, got, exact)
-        # the naive difference loses the relative accuracy (what the stable form avoids)
     assert kf.gap(0.0) == 0.0
 
 
-def test_gap_of_a_quadrature_activation_is_stable():
-    kf = kernel("tanh", 1.1, 0.3, 1.0)
-    for uu in (1e-12, 1e-11, 1e-10):
-        assert kf.gap(uu) == pytest.approx(kf.k1 * uu, rel=1e-8)
+def _price_derivative(dphi, r_, sw, sb, sa):
+    """K'(rho) = sa^2 sw^2 E[phi'(U) phi'(V)] (Price), nested scipy quadrature."""
+    from scipy.integrate import quad
+    S = sw * sw + sb * sb
+    s, r = math.sqrt(S), (sw * sw * r_ + sb * sb) / S
+    q = math.sqrt(max(0.0, 1 - r * r))
+    g = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+    inner = lambda z1: quad(lambda z2: dphi(s * (r * z1 + q * z2)) * g(z2), -12, 12, epsabs=1e-14,
+                            epsrel=1e-13, limit=200)[0]
+    return sa * sa * sw * sw * quad(lambda z1: dphi(s * z1) * inner(z1) * g(z1), -12, 12, epsabs=1e-14,
+                                    epsrel=1e-13, limit=200)[0]
+
+
+@pytest.mark.parametrize("name,dphi", [
+    ("tanh", lambda x: 1 - math.tanh(x) ** 2),
+    ("gelu", lambda x: (1 + math.erf(x / math.sqrt(2))) / 2 + x * math.exp(-x * x / 2) / math.sqrt(2 * math.pi)),
+])
+def test_gap_of_a_quadrature_activation_is_relatively_accurate(name, dphi):
+    """Independent oracle without cancellation: gap(u) = int_{1-u}^1 K'(t) dt, K' by Price's theorem,
+    4-point Gauss-Legendre in t (relative error O(u^8))."""
+    sw, sb, sa = 1.1, 0.3, 1.0
+    kf = kernel(name, sw, sb, sa)
+    x, w = np.polynomial.legendre.leggauss(4)
+    for uu in (1e-2, 1e-4, 1e-6, 1e-9, 1e-12):
+        ref = sum(wi * uu / 2 * _price_derivative(dphi, 1 - uu / 2 * (1 + xi), sw, sb, sa) for xi, wi in zip(x, w))
+        assert abs(kf.gap(uu) / ref - 1) < 1e-10, (name, uu)
     for uu in (0.5, 1.0, 1.9):
-        assert kf.gap(uu) == pytest.approx(kf.k0 - quadrature_value("tanh", 1 - uu, 1.1, 0.3, 1.0), abs=1e-12)
+        assert kf.gap(uu) == pytest.approx(kf.k0 - quadrature_value(name, 1 - uu, sw, sb, sa), abs=1e-12)
 
 
 @pytest.mark.parametrize("name", ["relu", "leaky_relu:0.1", "abs", "heaviside", "erf", "sin:1", "identity"])
