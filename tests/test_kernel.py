@@ -60,7 +60,7 @@ def closed_numpy(name):
 
 
 # ------------------------------------------------------------------ closed forms vs mpmath
-@settings(max_examples=12)
+@settings(max_examples=8)
 @given(name=st.sampled_from(KINK_AT_ZERO), r_=sst.overlaps(), sig=sst.kernel_sigmas())
 def test_kinked_closed_forms_match_mpmath_quadrature(name, r_, sig):
     sw, sb, sa = sig
@@ -71,7 +71,7 @@ def test_kinked_closed_forms_match_mpmath_quadrature(name, r_, sig):
     assert abs(exact - ref) <= 1e-10 * k0, (name, r_, sig, exact, ref)
 
 
-@settings(max_examples=5)
+@settings(max_examples=4)
 @given(name=st.sampled_from(SMOOTH), r_=sst.overlaps(), sig=sst.kernel_sigmas(max_w=1.2, max_b=1.0))
 def test_smooth_closed_forms_match_mpmath_quadrature(name, r_, sig):
     sw, sb, sa = sig
@@ -174,7 +174,7 @@ def test_gap_of_a_quadrature_activation_is_relatively_accurate(name, dphi):
     sw, sb, sa = 1.1, 0.3, 1.0
     kf = kernel(name, sw, sb, sa)
     x, w = np.polynomial.legendre.leggauss(4)
-    for uu in (1e-2, 1e-4, 1e-6, 1e-9, 1e-12):
+    for uu in (1e-2, 1e-6, 1e-12):
         ref = sum(wi * uu / 2 * _price_derivative(dphi, 1 - uu / 2 * (1 + xi), sw, sb, sa) for xi, wi in zip(x, w))
         assert abs(kf.gap(uu) / ref - 1) < 1e-10, (name, uu)
     for uu in (0.5, 1.0, 1.9):
