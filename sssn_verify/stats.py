@@ -347,6 +347,40 @@ def loglog_slope(x, y, *, stderr=None, level: float = 0.95, method: str = "ols",
     return linear_fit(np.log(x), np.log(y), sigma=sig, level=level, method=method, seed=seed)
 
 
+def path_bootstrap_loglog_slope(x, samples, *, level: float = 0.95, n_boot: int = 1000,
+                                seed: int = 0) -> SlopeFit:
+    """Slope of ``log mean(samples[:, r])`` against ``log x[r]`` with a paths bootstrap.
+
+    ``samples`` (P, R) holds one value per path and level; levels computed on the same
+    paths are correlated, so the rows (paths) are resampled together (seeded): stderr =
+    sd of the bootstrap slopes, percentile interval; df = inf (normal-theory tests).
+    """
+    x = _as_sample(x, "x", 3)
+    s = np.asarray(samples, dtype=float)
+    if s.ndim != 2 or s.shape[1] != x.size or s.shape[0] < 2:
+        raise ParameterError("samples", f"shape {s.shape}", f"must be (paths >= 2, {x.size})")
+    if not np.all(np.isfinite(s)) or np.any(x <= 0):
+        raise ParameterError("samples", "<array>", "values must be finite and x positive")
+    lx = np.log(x)
+    X = np.column_stack([np.ones_like(lx), lx])
+    proj = np.linalg.pinv(X)                     # (2, R): least-squares coefficients
+
+    means = s.mean(axis=0)
+    if np.any(means <= 0):
+        raise ParameterError("samples", "<non-positive means>", "log-log fits need positive means")
+    beta = proj @ np.log(means)
+    rng = np.random.default_rng(check_int("seed", seed, 0))
+    P = s.shape[0]
+    idx = rng.integers(0, P, size=(check_int("n_boot", n_boot, 100), P))
+    boot_means = s[idx].mean(axis=1)             # (B, R)
+    boot_means = np.maximum(boot_means, np.finfo(float).tiny)
+    slopes = (np.log(boot_means) @ proj.T)[:, 1]
+    se = float(slopes.std(ddof=1))
+    lo, hi = np.quantile(slopes, [0.5 - _check_level(level) / 2, 0.5 + level / 2])
+    return SlopeFit(float(beta[1]), float(beta[0]), se, (float(lo), float(hi)), math.inf, int(x.size),
+                    level, "path bootstrap")
+
+
 def slope_test(name: str, fit: SlopeFit, bound: float, *, level: float = 0.999,
                direction: str = "at_most", tol: float = 0.0, seed: int | None = None,
                details: dict | None = None) -> CheckResult:
@@ -359,8 +393,9 @@ def slope_test(name: str, fit: SlopeFit, bound: float, *, level: float = 0.999,
     alt = {"at_most": "greater", "at_least": "less", "equal": "two-sided"}.get(direction)
     if alt is None:
         raise ParameterError("direction", direction, "one of at_most, at_least, equal")
+    df = fit.df if fit.method == "ols" and math.isfinite(fit.df) else None
     return agreement_test(name, fit.slope, fit.stderr, bound, level=level, n=fit.n, seed=seed,
-                          df=fit.df if fit.method == "ols" else None, abs_tol=tol,
+                          df=df, abs_tol=tol,
                           alternative=alt, method=f"slope {fit.method} fit, one-sided"
                           if alt != "two-sided" else f"slope {fit.method} fit",
                           details={"intercept": fit.intercept, "fit_ci": list(fit.ci),
@@ -416,5 +451,5 @@ def familywise_bound(alphas: Sequence[float]) -> float:
 __all__ = [
     "CheckResult", "Verdict", "MeanEstimate", "SlopeFit", "normal_ci", "t_ci", "mean_ci",
     "batch_means", "agreement_test", "z_test", "t_test", "deterministic_check", "linear_fit",
-    "loglog_slope", "slope_test", "bonferroni", "holm", "holm_adjusted", "familywise_bound",
+    "loglog_slope", "path_bootstrap_loglog_slope", "slope_test", "bonferroni", "holm", "holm_adjusted", "familywise_bound",
 ]

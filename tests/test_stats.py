@@ -150,3 +150,18 @@ def test_deterministic_check_and_serialization():
 def test_bad_input_raises_parameter_error(call):
     with pytest.raises(ParameterError):
         call()
+
+
+def test_path_bootstrap_slope_accounts_for_shared_paths():
+    rng = np.random.default_rng(9)
+    L = np.array([8, 16, 32, 64])
+    common = rng.exponential(1.0, size=(300, 1))          # a path effect shared by every level
+    samples = common * (2.0 / L) * rng.exponential(1.0, size=(300, L.size))
+    a = stats.path_bootstrap_loglog_slope(L, samples, seed=1)
+    assert a == stats.path_bootstrap_loglog_slope(L, samples, seed=1)
+    assert a.slope == pytest.approx(-1.0, abs=4 * a.stderr)
+    assert a.ci[0] < a.slope < a.ci[1] and a.method == "path bootstrap"
+    assert stats.slope_test("rate", a, -0.5, direction="at_most").passed
+    assert not stats.slope_test("rate", a, -2.0, direction="at_most").passed
+    with pytest.raises(ParameterError):
+        stats.path_bootstrap_loglog_slope(L, samples[:, :3])
