@@ -35,7 +35,8 @@ import numpy as np
 from .errors import ParameterError, SimulationError
 from .params import ModelParams, check_int, check_real
 from .numeric import rng as _rng
-from .numeric.fields import DEFAULT_RTOL, STATUS_MESSAGES, STATUS_OK, exact_in_law_choice
+from .numeric.fields import (DEFAULT_RTOL, STATUS_MESSAGES, STATUS_OK, engine_sources_digest,
+                             exact_in_law_choice)
 
 MODES = ("auto", "exact", "literal")
 INIT_STREAM = 0
@@ -112,20 +113,6 @@ class LadderResult:
 
 
 # ----------------------------------------------------------------- per-activation kernels
-_KERNEL_MODULES = ("fields", "observables", "transformer", "tangent", "sde")
-
-
-def _sources_digest() -> str:
-    import numba
-    h = hashlib.sha256(numba.__version__.encode())
-    here = Path(__file__).parent / "numeric"
-    for name in _KERNEL_MODULES:
-        path = here / f"{name}.py"
-        if path.exists():
-            h.update(path.read_bytes())
-    return h.hexdigest()[:16]
-
-
 @lru_cache(maxsize=None)
 def _kernel_for(activation, module: str, name: str):
     """Parallel kernel ``name(n_paths, *args)`` running ``module.name_path`` over paths.
@@ -165,7 +152,7 @@ def _kernel_for(activation, module: str, name: str):
         "    for p in prange(n_paths):\n"
         f"        {name}_path(p, {args})\n"
     )
-    key = hashlib.sha256((source + _sources_digest()).encode()).hexdigest()[:16]
+    key = hashlib.sha256((source + engine_sources_digest()).encode()).hexdigest()[:16]
     folder = _cache_dir().parent / "kernels"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"k_{name}_{key}.py"

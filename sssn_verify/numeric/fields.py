@@ -44,10 +44,53 @@ The MLP in law (exact-in-law sampling, ``mlp_preactivations`` / ``mlp_outputs``)
 """
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+from pathlib import Path
 
 import numpy as np
 from numba import njit
+
+# numba's cache=True checks only the cached function's own file, not the modules it calls:
+# an edit of fields.py would leave transformer.py's cached kernels stale.  The engine's
+# kernel modules therefore share one digest; when it changes their cache files are removed.
+ENGINE_MODULES = ("fields", "observables", "transformer", "sde", "tangent", "kernels")
+
+
+def engine_sources_digest() -> str:
+    """sha256 over the sources of the numba modules the engine's kernels are built from."""
+    import numba
+    h = hashlib.sha256(numba.__version__.encode())
+    here = Path(__file__).parent
+    for name in ENGINE_MODULES:
+        path = here / f"{name}.py"
+        if path.exists():
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _invalidate_stale_caches() -> None:
+    here = Path(__file__).parent
+    folders = [here / "__pycache__"]
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        folders += [p for p in Path(os.environ["NUMBA_CACHE_DIR"]).rglob("numeric") if p.is_dir()]
+    digest = engine_sources_digest()
+    for folder in folders:
+        stamp = folder / "sssn_engine_sources.digest"
+        try:
+            if stamp.exists() and stamp.read_text() == digest:
+                continue
+            for name in ENGINE_MODULES:
+                for f in list(folder.glob(f"{name}.*.nbi")) + list(folder.glob(f"{name}.*.nbc")):
+                    f.unlink(missing_ok=True)
+            if folder.is_dir():
+                stamp.write_text(digest)
+        except OSError:  # read-only install: numba falls back to its user cache directory
+            pass
+
+
+_invalidate_stale_caches()
 
 STATUS_OK = 0
 STATUS_NONFINITE = 1
@@ -235,7 +278,7 @@ def kernel_cholesky(k0, G, S, B, rtol):
     if k0 == 0.0:
         return STATUS_OK
     r0 = math.sqrt(k0)
-    B[0, 0] = r0
+    B[0, 0] = k0 / r0  # rounded as a coincident point's entry (k0 - 0) / r0
     for i in range(1, n):
         B[i, 0] = (k0 - G[i, 0]) / r0
     scale = 0.0

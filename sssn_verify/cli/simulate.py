@@ -1,0 +1,115 @@
+"""``sssn-verify simulate transformer|gaussian|sde``: run the Monte Carlo engine, save .npz.
+
+The .npz holds ``tokens`` (P, N, D) final tokens, ``energy`` (P, L+1) the energy E_0 after
+every layer/step, ``init`` (P, N, D), ``times`` (L+1,) and the run's settings.  ``--plot``
+draws the tokens on S^2 (d = 3) or the energy against depth (otherwise).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from ..errors import ParameterError
+from .common import add_model_options, params_from_args
+
+MODELS = ("transformer", "gaussian", "sde")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "simulate", help="Monte Carlo: finite-width transformer, Gaussian transformer or the SDE",
+        description="Simulate the finite-width transformer (--width m), the Gaussian transformer "
+                    "(m = infinity) or the limiting SDE (projected Euler, --depth steps); save the "
+                    "final tokens and the energy E_0 after every layer to an .npz file.")
+    p.add_argument("model", choices=MODELS)
+    p.add_argument("--n-tokens", type=int, default=8, help="number of tokens N")
+    add_model_options(p)
+    p.add_argument("--width", type=int, default=None, help="MLP width m (transformer only)")
+    p.add_argument("--depth", type=int, required=True, help="number of layers L (SDE: Euler steps)")
+    p.add_argument("--horizon", type=float, default=1.0, help="horizon T (step T / L)")
+    p.add_argument("--paths", type=int, default=1, help="independent Monte Carlo paths P")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--mode", choices=("auto", "exact", "literal"), default="auto",
+                   help="transformer MLP sampling: exact-in-law, literal weights, or the cheaper")
+    p.add_argument("--init", default=None, metavar="FILE.npy",
+                   help="initial tokens, shape (N, D) or (P, N, D) (default: uniform on the sphere)")
+    p.add_argument("--out", required=True, metavar="FILE.npz")
+    p.add_argument("--plot", default=None, metavar="FILE.png")
+    p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import engine
+    init = None
+    if args.init is not None:
+        try:
+            init = np.load(args.init)
+        except (OSError, ValueError) as exc:
+            raise ParameterError("init", args.init, f"cannot read a .npy array ({exc})") from None
+    params = params_from_args(args)
+    progress = False if args.no_progress else None
+    common = dict(n_paths=args.paths, seed=args.seed, init=init, progress=progress)
+    if args.model == "transformer":
+        if args.width is None:
+            raise ParameterError("width", None, "--width is required for the transformer")
+        res = engine.simulate_transformer(params, args.depth, args.width, mode=args.mode, **common)
+    else:
+        if args.width is not None:
+            raise ParameterError("width", args.width, f"--width applies only to the transformer, not {args.model}")
+        fn = engine.simulate_gaussian if args.model == "gaussian" else engine.simulate_sde
+        res = fn(params, args.depth, **common)
+    settings = dict(model=args.model, n_tokens=params.n_tokens, d=params.d, width=args.width,
+                    depth=args.depth, horizon=params.horizon, beta=params.beta,
+                    activation=params.activation.name, sigma_w=params.sigma_w, sigma_b=params.sigma_b,
+                    sigma_a=params.sigma_a, paths=args.paths, seed=args.seed, mode=res.mode)
+    np.savez(args.out, tokens=res.tokens, energy=res.energy, init=res.init, times=res.times,
+             settings=json.dumps(settings))
+    if args.plot:
+        plot(res, args.plot)
+    mean_e = res.energy.mean(axis=0)
+    print(f"{args.model}: P={args.paths} N={params.n_tokens} d={params.d} L={args.depth}: "
+          f"mean E_0 {mean_e[0]:.4g} -> {mean_e[-1]:.4g}; saved {args.out}"
+          + (f" and {args.plot}" if args.plot else ""))
+    return 0
+
+
+def plot(res, path: str) -> None:
+    """Tokens on S^2 (d = 3) or E_0 against depth (otherwise), labelled axes."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    title = (f"{res.model}: N={res.params.n_tokens}, d={res.params.d}, L={res.depth}, "
+             f"{res.params.activation.name}, beta={res.params.beta:g}")
+    if res.params.d == 3:
+        fig = plt.figure(figsize=(6, 6))
+        ax = fig.add_subplot(projection="3d")
+        u, v = np.mgrid[0:2 * np.pi:40j, 0:np.pi:20j]
+        ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.85",
+                          linewidth=0.4)
+        for p in range(min(res.n_paths, 8)):
+            pts = res.tokens[p]
+            ax.scatter(pts[:, 0], pts[:, 1], pts[:, 2], s=18, label=f"path {p}")
+        ax.set_box_aspect((1, 1, 1))
+        ax.set_xlabel("x_1")
+        ax.set_ylabel("x_2")
+        ax.set_zlabel("x_3")
+        ax.set_title("final tokens on S^2\n" + title, fontsize=9)
+        if res.n_paths > 1:
+            ax.legend(fontsize=7, loc="upper left")
+    else:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for p in range(min(res.n_paths, 20)):
+            ax.plot(np.arange(res.depth + 1), res.energy[p], color="C0", alpha=0.3, linewidth=0.8)
+        ax.plot(np.arange(res.depth + 1), res.energy.mean(axis=0), color="C3", linewidth=2,
+                label=f"mean over {res.n_paths} paths")
+        ax.set_xlabel("layer l (SDE: step)")
+        ax.set_ylabel("energy E_0 = (1/2) mean_ij (1 - <x_i, x_j>)")
+        ax.set_yscale("symlog", linthresh=1e-6)
+        ax.set_title(title, fontsize=9)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
