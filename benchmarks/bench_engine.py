@@ -9,7 +9,8 @@ Every measurement runs in a fresh subprocess with the thread count fixed by envi
 variables (NUMBA_NUM_THREADS for the engine, OPENBLAS/OMP/MKL_NUM_THREADS for numpy's BLAS),
 so "whole process" is the subprocess wall time (imports, numba cache load, set-up and the
 run) and "compute" is the timed call alone after a warm-up.  Ratios are numpy time / engine
-time measured in the same run: on a shared machine only same-run ratios mean anything.
+time measured in the same run (minimum over ``--repeat`` interleaved runs): on a shared
+machine only same-run ratios mean anything.
 
     python benchmarks/bench_engine.py            # all sizes, 1 and 2 threads
     python benchmarks/bench_engine.py --quick    # shorter (L / 4, fewer paths)
@@ -108,6 +109,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="L / 4 and half the paths")
     ap.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(SIZES))
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs per measurement, interleaved numpy/engine; the minimum is kept")
     ap.add_argument("--worker", choices=["engine", "numpy"], help=argparse.SUPPRESS)
     ap.add_argument("--size", choices=list(SIZES), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -115,15 +118,20 @@ def main(argv=None) -> int:
         print(json.dumps(_worker(args.worker, args.size, args.quick)))
         return 0
     print(f"cores: {os.cpu_count()}; {'quick' if args.quick else 'full'} run; ratios = numpy / engine "
-          "(same run)")
+          "(same run), "
+          f"minimum of {args.repeat} interleaved runs each")
     header = (f"{'size':16s} {'thr':>3s} {'mode':>9s} {'numpy s':>8s} {'engine s':>8s} {'compute x':>9s} "
               f"{'np whole':>8s} {'en whole':>8s} {'whole x':>8s}")
     print(header)
     rows = []
     for size in args.sizes:
         for threads in args.threads:
-            npy = _measure("numpy", size, threads, args.quick)
-            eng = _measure("engine", size, threads, args.quick)
+            runs = {"numpy": [], "engine": []}
+            for _ in range(max(1, args.repeat)):
+                for impl in ("numpy", "engine"):
+                    runs[impl].append(_measure(impl, size, threads, args.quick))
+            npy, eng = ({"compute": min(r["compute"] for r in rs), "whole": min(r["whole"] for r in rs),
+                         "mode": rs[0].get("mode", "")} for rs in (runs["numpy"], runs["engine"]))
             row = dict(size=size, threads=threads, mode=eng["mode"], numpy=npy["compute"],
                        engine=eng["compute"], numpy_whole=npy["whole"], engine_whole=eng["whole"])
             rows.append(row)

@@ -179,3 +179,11 @@ def test_one_layer_radial_displacement_is_the_ito_drift(seed):
     assert abs(radial.mean() - right) <= Z_CRIT * se
     for wrong in (-(d - 2) * k0 / 2, -(d - 1) * k0, (d - 1) * k0 / 2):
         assert abs(radial.mean() - wrong) > Z_CRIT * se
+
+
+def test_vectorisable_exp_is_accurate_on_the_softmax_range():
+    from sssn_verify.numeric.transformer import exp_nonpositive
+    x = -np.concatenate([np.linspace(0, 700, 20001), np.random.default_rng(0).exponential(3.0, 5000)])
+    got = np.array([exp_nonpositive(t) for t in x])
+    assert np.max(np.abs(got / np.exp(x) - 1)) < 1e-15
+    assert exp_nonpositive(-800.0) == 0.0 and exp_nonpositive(0.0) == 1.0
