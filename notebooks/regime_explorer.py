@@ -1,0 +1,258 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Regime explorer
+#
+# Pick an activation (from the registry, or type an expression in `u` such as `sin(3*u)` or
+# `tanh(u) + 0.1*u`), the dimension `d`, the MLP scales `sigma_w, sigma_b, sigma_a`, the
+# inverse temperature `beta` and whether attention (`Q = K = V = I`) is on.  The explorer shows
+#
+# * the kernel constants `k0 = K(1)`, `k1 = K'(1)` and the rates of SPEC section 5:
+#   `lambda_1 = ((d-3) k1 - (d-1) k0)/2` (two-point synchronization when `< 0`),
+#   `lambda_bar(beta)` with the `rho` where its supremum sits, and the attention constant
+#   `C_att` (energy dissipation when `lambda_bar + C_att < 0`), from `sssn_verify.regime`;
+# * the phase diagram in `(d, sigma_b)`: the sign regions of `lambda_1` and `lambda_bar`,
+#   with the derived ReLU boundary `sigma_b = sigma_w sqrt(2/(d-3))` and the current point;
+# * a short simulation of the limiting SDE (`sssn_verify.engine.simulate_sde`): the tokens
+#   (on the sphere `S^2` when `d = 3`, else the distribution of their overlaps) and the mean
+#   interaction energy `E[E_beta(mu_t)]` against the bound
+#   `exp((lambda_bar + C_att) t) E[E_beta(mu_0)]`.
+#
+# With ipywidgets and a live Jupyter front-end the controls update everything; without them
+# (a script, a static rendering, CI) the same function runs once on fixed points below.
+# `SSSN_NOTEBOOK_SMALL=1` shrinks the simulations and the phase-diagram grid (CI).
+
+# %%
+import os
+from functools import lru_cache
+
+import matplotlib.pyplot as plt
+import numpy as np
+import sympy as sp
+from IPython.display import display
+from matplotlib.colors import ListedColormap
+from matplotlib.patches import Patch
+
+from sssn_verify import ModelParams, SSSNError, derive, get_activation, registry_names
+from sssn_verify.cli.phase_diagram import phase_grid
+from sssn_verify.engine import simulate_sde
+from sssn_verify.regime import regime
+
+SMALL = os.environ.get("SSSN_NOTEBOOK_SMALL") == "1"
+
+N_TOKENS = 8 if SMALL else 24
+N_PATHS = 16 if SMALL else 200
+HORIZON = 2.0
+STEPS = 100 if SMALL else 400
+SEED = 7
+D_AXIS = np.arange(2, 13 if SMALL else 17)
+SIGMA_B_AXIS = np.linspace(0.0, 2.5, 9 if SMALL else 26)
+
+DEFAULTS = dict(activation="relu", expression="", d=3, sigma_w=1.0, sigma_b=1.0, sigma_a=1.0,
+                beta=1.0, attention=True)
+
+
+# %% [markdown]
+# ## The pieces
+#
+# `make_params` validates the choice (a typed expression wins over the dropdown);
+# `show_regime` prints the rates and verdicts; `phase_figure` draws the sign regions;
+# `simulation_figure` runs the SDE and draws tokens and energy.
+
+# %%
+def make_params(activation, expression, d, sigma_w, sigma_b, sigma_a, beta, attention, n_tokens=N_TOKENS):
+    act = get_activation(expression.strip() if expression and expression.strip() else activation)
+    return ModelParams(d=d, n_tokens=n_tokens, horizon=HORIZON, beta=beta, activation=act,
+                       sigma_w=sigma_w, sigma_b=sigma_b, sigma_a=sigma_a, V=None if attention else 0.0)
+
+
+def show_regime(params):
+    reg = regime(params)
+    print(reg.text())
+    return reg
+
+
+@lru_cache(maxsize=32)
+def _grid(activation_name, sigma_w, sigma_a, beta):
+    base = dict(d=3, sigma_w=sigma_w, sigma_b=0.0, sigma_a=sigma_a, beta=beta)
+    return phase_grid(get_activation(activation_name), "d", "sigma_b", D_AXIS, SIGMA_B_AXIS, base)
+
+
+@lru_cache(maxsize=1)
+def relu_threshold():
+    """t*(d) with ReLU dissipating at the edge iff d > 3 and sigma_b / sigma_w > t*(d) (derived)."""
+    der = derive("coercivity")
+    expr = sp.sympify(der.extras["relu_threshold"])
+    return sp.lambdify(list(expr.free_symbols), expr, "numpy")
+
+
+REGION_COLORS = ["#f4cccc", "#cfe2f3", "#fff2cc", "#b6d7a8"]
+REGION_LABELS = ["lambda_1 >= 0, lambda_bar >= 0", "lambda_1 < 0 only", "lambda_bar < 0 only",
+                 "lambda_1 < 0 and lambda_bar < 0"]
+
+
+def phase_figure(params, reg):
+    """Sign regions of (lambda_1, lambda_bar(beta)) over (d, sigma_b), current point marked."""
+    lam1, lbar = _grid(params.activation.name, params.sigma_w, params.sigma_a, params.beta)
+    code = (lam1 < 0).astype(int) + 2 * (lbar < 0).astype(int)
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    ax.pcolormesh(D_AXIS, SIGMA_B_AXIS, code, cmap=ListedColormap(REGION_COLORS), vmin=-0.5, vmax=3.5,
+                  shading="nearest")
+    handles = [Patch(color=c, label=lab) for c, lab in zip(REGION_COLORS, REGION_LABELS)]
+    if params.activation.name == "relu":
+        dd = np.linspace(3.05, D_AXIS.max(), 300)
+        (line,) = ax.plot(dd, params.sigma_w * relu_threshold()(dd), "k--", lw=1.5,
+                          label="derived: sigma_b = sigma_w sqrt(2/(d-3))")
+        handles.append(line)
+        ax.set_ylim(SIGMA_B_AXIS.min(), SIGMA_B_AXIS.max())
+    (pt,) = ax.plot([params.d], [params.sigma_b], marker="*", ms=16, color="k", mec="w", ls="none",
+                    label=f"current point (lambda_bar + C_att = {reg.lambda_bar + reg.c_att:.3g})")
+    handles.append(pt)
+    ax.set_xlabel("dimension d")
+    ax.set_ylabel("sigma_b")
+    ax.set_title(f"{params.activation.name}: signs of lambda_1 and lambda_bar(beta={params.beta:g}), "
+                 f"sigma_w={params.sigma_w:g}, sigma_a={params.sigma_a:g}", fontsize=9)
+    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    return fig
+
+
+def simulation_figure(params, reg):
+    """Tokens (S^2 scatter for d = 3, overlap histogram otherwise) and mean energy vs its bound."""
+    betas = (params.beta,) if params.beta > 0 else ()
+    res = simulate_sde(params, STEPS, n_paths=N_PATHS, seed=SEED, betas=betas)
+    energy = res.energies[:, :, 0] if betas else res.energy
+    mean = energy.mean(axis=0)
+    se = energy.std(axis=0, ddof=1) / np.sqrt(energy.shape[0])
+    rate = reg.lambda_bar + reg.c_att
+    bound = np.exp(rate * res.times) * mean[0]
+
+    fig = plt.figure(figsize=(12, 4.3))
+    if params.d == 3:
+        ax = fig.add_subplot(1, 2, 1, projection="3d")
+        u, v = np.mgrid[0:2 * np.pi:30j, 0:np.pi:15j]
+        ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.85", lw=0.4)
+        ax.scatter(*res.init[0].T, color="0.5", s=12, label="t = 0")
+        ax.scatter(*res.tokens[0].T, color="C3", s=25, label=f"t = {params.horizon:g}")
+        ax.set_xlabel("$x_1$")
+        ax.set_ylabel("$x_2$")
+        ax.set_zlabel("$x_3$")
+        ax.set_box_aspect((1, 1, 1))
+        ax.set_title(f"{params.n_tokens} tokens on $S^2$ (one path)", fontsize=9)
+    else:
+        ax = fig.add_subplot(1, 2, 1)
+        iu = np.triu_indices(params.n_tokens, 1)
+        for X, lab, col in ((res.init, "t = 0", "0.5"), (res.tokens, f"t = {params.horizon:g}", "C3")):
+            rho = np.einsum("pid,pjd->pij", X, X)[:, iu[0], iu[1]].ravel()
+            ax.hist(rho, bins=40, range=(-1, 1), density=True, alpha=0.6, color=col, label=lab)
+        ax.set_xlabel(r"overlap $\rho_{ij} = \langle x_i, x_j \rangle$")
+        ax.set_ylabel("density (all pairs, all paths)")
+        ax.set_title(f"pairwise overlaps, d = {params.d} (rho = 1: synchronized)", fontsize=9)
+    ax.legend(fontsize=8)
+
+    ax = fig.add_subplot(1, 2, 2)
+    ax.plot(res.times, mean, color="C0", label=f"Monte Carlo mean ({N_PATHS} paths)")
+    ax.fill_between(res.times, np.maximum(mean - 2 * se, 1e-300), mean + 2 * se, color="C0", alpha=0.25,
+                    label="+- 2 standard errors")
+    ax.plot(res.times, bound, "k--", label=f"bound exp(({reg.lambda_bar:.3g} + {reg.c_att:.3g}) t) E_0")
+    ax.set_yscale("log")
+    ax.set_xlabel("time t (= layer x T / L)")
+    ax.set_ylabel(rf"$E[\mathcal{{E}}_{{\beta}}(\mu_t)]$, beta = {params.beta:g}")
+    verdict = {True: "dissipates", False: "does not dissipate", None: "dissipation undetermined"}[reg.dissipates]
+    ax.set_title(f"mean interaction energy vs its bound ({verdict})", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.suptitle(f"SDE, {params.activation.name}, d={params.d}, sigma=({params.sigma_w:g}, {params.sigma_b:g}, "
+                 f"{params.sigma_a:g}), beta={params.beta:g}, attention {'on' if params.attention_on else 'off'}",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig, res
+
+
+def explore(activation=DEFAULTS["activation"], expression=DEFAULTS["expression"], d=DEFAULTS["d"],
+            sigma_w=DEFAULTS["sigma_w"], sigma_b=DEFAULTS["sigma_b"], sigma_a=DEFAULTS["sigma_a"],
+            beta=DEFAULTS["beta"], attention=DEFAULTS["attention"], simulate=True):
+    """Everything for one parameter point; bad input prints the library's one-line message."""
+    try:
+        params = make_params(activation, expression, d, sigma_w, sigma_b, sigma_a, beta, attention)
+        reg = show_regime(params)
+    except SSSNError as exc:
+        print(f"invalid choice: {exc}")
+        return None
+    phase_figure(params, reg)
+    plt.show()
+    if simulate:
+        try:
+            simulation_figure(params, reg)
+            plt.show()
+        except SSSNError as exc:
+            print(f"simulation failed: {exc}")
+    return reg
+
+
+# %% [markdown]
+# ## Interactive controls
+#
+# Sliders act on release.  A typed expression (in `u`) overrides the dropdown; clear it to
+# use the dropdown again.  Non-closed-form activations build their kernel by quadrature, so
+# their first phase diagram takes a few seconds.
+
+# %%
+try:
+    import ipywidgets as widgets
+except ImportError:  # no widgets: the static cells below show the same output
+    widgets = None
+
+if widgets is None:
+    print("ipywidgets is not installed: see the static output below "
+          "(pip install -e '.[notebooks]' for the interactive controls).")
+else:
+    slider = dict(continuous_update=False, style={"description_width": "initial"})
+    ui = widgets.interactive(
+        explore,
+        activation=widgets.Dropdown(options=registry_names(), value=DEFAULTS["activation"],
+                                    description="activation"),
+        expression=widgets.Text(value="", placeholder="e.g. sin(3*u)", description="or phi(u) =",
+                                continuous_update=False),
+        d=widgets.IntSlider(value=DEFAULTS["d"], min=2, max=16, description="d", **slider),
+        sigma_w=widgets.FloatSlider(value=1.0, min=0.05, max=3.0, step=0.05, description="sigma_w", **slider),
+        sigma_b=widgets.FloatSlider(value=1.0, min=0.0, max=2.5, step=0.05, description="sigma_b", **slider),
+        sigma_a=widgets.FloatSlider(value=1.0, min=0.05, max=3.0, step=0.05, description="sigma_a", **slider),
+        beta=widgets.FloatSlider(value=1.0, min=0.0, max=10.0, step=0.1, description="beta", **slider),
+        attention=widgets.Checkbox(value=True, description="attention (Q = K = V = I)"),
+        simulate=widgets.fixed(True),
+    )
+    display(ui)
+
+# %% [markdown]
+# ## Static output
+#
+# The default point (ReLU on `S^2`): `lambda_1 < 0`, so pairs of tokens synchronize, but in
+# `d = 3` the edge rate `(d-1) k1 - (d-3) k0 = 2 k1 > 0`, so the energy bound grows.
+
+# %%
+explore(**DEFAULTS)
+
+# %% [markdown]
+# A dissipative point: ReLU in `d = 8` with `sigma_b / sigma_w = 1 > sqrt(2/5)`; both rates are
+# negative and the mean energy decays under its bound.
+
+# %%
+explore(**dict(DEFAULTS, d=8, sigma_b=1.0, beta=1.0))
+
+# %% [markdown]
+# And an activation with `lambda_1 > 0` (typed expression `sin(3*u)`, `d = 6`, attention off):
+# two nearby tokens separate (no synchronization).
+
+# %%
+explore(**dict(DEFAULTS, expression="sin(3*u)", d=6, sigma_b=0.0, attention=False))
