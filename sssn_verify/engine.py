@@ -13,7 +13,13 @@ Public API::
     simulate_sde(params, depth, n_paths=1, seed=0, init=None, ...)
     sde_refinement_ladder(params, depth, factors=(1, 2, 4, 8), kind="sde", ...)
     lyapunov_tangent(params, model="transformer", depth=..., width=..., n_paths=..., seed=...)
+    two_point(params, model="sde", depth=100, rho0=0.5, n_paths=1, seed=0, width=None)
     initial_tokens(params, n_paths, seed, init=None)
+
+Fixed noise across N: in ``mode="literal"`` a path draws, at every layer, W (d x m), b (m)
+and A (m x d) from its own generator whatever N and the tokens are, so runs with the same
+seed and different token sets see the *same* MLPs (the propagation-of-chaos check relies on
+this).  The exact-in-law modes draw what the tokens see and do not have this property.
 """
 from __future__ import annotations
 
@@ -525,3 +531,47 @@ def lyapunov_tangent(params: ModelParams, model: str = "transformer", depth: int
     stderr = float(rates.std(ddof=1) / math.sqrt(P)) if P > 1 else float("nan")
     return TangentResult(model, params, L, m, P, seed, logs[:, -1].copy(), rates, logs, final,
                          float(rates.mean()), stderr)
+
+
+@dataclass(frozen=True)
+class TwoPointResult:
+    """Two tokens started at overlap rho0: rho (P, L+1) = <x_1, x_2> after every layer/step and
+    gap (P, L+1) = 1 - rho = |x_1 - x_2|^2 / 2 computed stably (full relative accuracy near 1)."""
+
+    model: str
+    params: ModelParams
+    depth: int
+    n_paths: int
+    seed: int
+    times: np.ndarray
+    rho: np.ndarray
+    gap: np.ndarray
+
+
+def two_point(params: ModelParams, model: str = "sde", depth: int = 100, rho0: float = 0.5,
+              n_paths: int = 1, seed: int = 0, width: int | None = None, mode: str = "auto",
+              progress: bool | None = None) -> TwoPointResult:
+    """The two-point motion: N = 2 tokens with <x_1, x_2> = rho0 (x_1 = e_1, x_2 in the e_1 e_2
+    plane; the laws are rotation invariant when Q, K, V are multiples of I), simulated by the
+    finite-width transformer (width given), the Gaussian transformer or the SDE."""
+    params = _check_params(params).with_(n_tokens=2)
+    rho0 = check_real("rho0", rho0, -1.0, maximum=1.0)
+    init = np.zeros((2, params.d))
+    init[0, 0] = 1.0
+    init[1, 0] = rho0
+    init[1, 1] = math.sqrt(max(0.0, 1.0 - rho0 * rho0))
+    common = dict(n_paths=n_paths, seed=seed, init=init, store_every=1, progress=progress)
+    if model == "transformer":
+        if width is None:
+            raise ParameterError("width", width, "is required for model='transformer'")
+        res = simulate_transformer(params, depth, width, mode=mode, **common)
+    elif model == "gaussian":
+        res = simulate_gaussian(params, depth, **common)
+    elif model == "sde":
+        res = simulate_sde(params, depth, **common)
+    else:
+        raise ParameterError("model", model, f"must be one of {', '.join(TANGENT_MODELS)}")
+    X = res.trajectory
+    gap = 0.5 * np.sum((X[:, :, 0] - X[:, :, 1]) ** 2, axis=-1)
+    return TwoPointResult(model, params, res.depth, res.n_paths, res.seed, res.times,
+                          np.sum(X[:, :, 0] * X[:, :, 1], axis=-1), gap)
