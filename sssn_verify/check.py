@@ -166,9 +166,8 @@ def _derived_kernel(point):
 
 def _lambda_bar(point):
     from .numeric.rates import lambda_bar
-    p = _params(point)
-    out = lambda_bar(p)
-    return out
+    return lambda_bar(point["activation"], int(point["d"]), point["sigma_w"], point["sigma_b"],
+                      point["sigma_a"], point["beta"])
 
 
 def _params(point, **over) -> ModelParams:
