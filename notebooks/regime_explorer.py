@@ -25,7 +25,8 @@
 # * the phase diagram in `(d, sigma_b)`: the sign regions of `lambda_1` and `lambda_bar`,
 #   with the derived ReLU boundary `sigma_b = sigma_w sqrt(2/(d-3))` and the current point;
 # * a short simulation of the limiting SDE (`sssn_verify.engine.simulate_sde`): the tokens
-#   (on the sphere `S^2` when `d = 3`, else the distribution of their overlaps) and the mean
+#   started uniformly or in one tight cluster (on the sphere `S^2` when `d = 3`, else the
+#   distribution of their overlaps `<x_i, x_j>`) and the mean
 #   interaction energy `E[E_beta(mu_t)]` against the bound
 #   `exp((lambda_bar + C_att) t) E[E_beta(mu_0)]`.
 #
@@ -59,8 +60,9 @@ SEED = 7
 D_AXIS = np.arange(2, 13 if SMALL else 17)
 SIGMA_B_AXIS = np.linspace(0.0, 2.5, 9 if SMALL else 26)
 
+START_SPREAD = 0.1  # "tight cluster" start: tokens = Pi(e_1 + START_SPREAD * gaussian)
 DEFAULTS = dict(activation="relu", expression="", d=3, sigma_w=1.0, sigma_b=1.0, sigma_a=1.0,
-                beta=1.0, attention=True)
+                beta=1.0, attention=True, start="uniform")
 
 
 # %% [markdown]
@@ -128,10 +130,20 @@ def phase_figure(params, reg):
     return fig
 
 
-def simulation_figure(params, reg):
+def start_tokens(params, start):
+    """None (i.i.d. uniform tokens, drawn by the engine) or one tight cluster around e_1."""
+    if start == "uniform":
+        return None
+    rng = np.random.default_rng(SEED)
+    x = np.eye(params.d)[0] + START_SPREAD * rng.standard_normal((params.n_tokens, params.d))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def simulation_figure(params, reg, start="uniform"):
     """Tokens (S^2 scatter for d = 3, overlap histogram otherwise) and mean energy vs its bound."""
     betas = (params.beta,) if params.beta > 0 else ()
-    res = simulate_sde(params, STEPS, n_paths=N_PATHS, seed=SEED, betas=betas)
+    res = simulate_sde(params, STEPS, n_paths=N_PATHS, seed=SEED, betas=betas,
+                       init=start_tokens(params, start))
     energy = res.energies[:, :, 0] if betas else res.energy
     mean = energy.mean(axis=0)
     se = energy.std(axis=0, ddof=1) / np.sqrt(energy.shape[0])
@@ -163,10 +175,13 @@ def simulation_figure(params, reg):
 
     ax = fig.add_subplot(1, 2, 2)
     ax.plot(res.times, mean, color="C0", label=f"Monte Carlo mean ({N_PATHS} paths)")
-    ax.fill_between(res.times, np.maximum(mean - 2 * se, 1e-300), mean + 2 * se, color="C0", alpha=0.25,
+    floor = 0.1 * mean.min()  # keep the log axis readable when the band reaches 0
+    ax.fill_between(res.times, np.maximum(mean - 2 * se, floor), mean + 2 * se, color="C0", alpha=0.25,
                     label="+- 2 standard errors")
     ax.plot(res.times, bound, "k--", label=f"bound exp(({reg.lambda_bar:.3g} + {reg.c_att:.3g}) t) E_0")
     ax.set_yscale("log")
+    top = (mean + 2 * se).max()
+    ax.set_ylim(min(floor, 0.5 * bound.min()), max(10 * top, min(bound.max(), 1e4 * top)))
     ax.set_xlabel("time t (= layer x T / L)")
     ax.set_ylabel(rf"$E[\mathcal{{E}}_{{\beta}}(\mu_t)]$, beta = {params.beta:g}")
     verdict = {True: "dissipates", False: "does not dissipate", None: "dissipation undetermined"}[reg.dissipates]
@@ -181,7 +196,7 @@ def simulation_figure(params, reg):
 
 def explore(activation=DEFAULTS["activation"], expression=DEFAULTS["expression"], d=DEFAULTS["d"],
             sigma_w=DEFAULTS["sigma_w"], sigma_b=DEFAULTS["sigma_b"], sigma_a=DEFAULTS["sigma_a"],
-            beta=DEFAULTS["beta"], attention=DEFAULTS["attention"], simulate=True):
+            beta=DEFAULTS["beta"], attention=DEFAULTS["attention"], start=DEFAULTS["start"], simulate=True):
     """Everything for one parameter point; bad input prints the library's one-line message."""
     try:
         params = make_params(activation, expression, d, sigma_w, sigma_b, sigma_a, beta, attention)
@@ -193,7 +208,7 @@ def explore(activation=DEFAULTS["activation"], expression=DEFAULTS["expression"]
     plt.show()
     if simulate:
         try:
-            simulation_figure(params, reg)
+            simulation_figure(params, reg, start)
             plt.show()
         except SSSNError as exc:
             print(f"simulation failed: {exc}")
@@ -230,6 +245,8 @@ else:
         sigma_a=widgets.FloatSlider(value=1.0, min=0.05, max=3.0, step=0.05, description="sigma_a", **slider),
         beta=widgets.FloatSlider(value=1.0, min=0.0, max=10.0, step=0.1, description="beta", **slider),
         attention=widgets.Checkbox(value=True, description="attention (Q = K = V = I)"),
+        start=widgets.ToggleButtons(options=["uniform", "tight cluster"], value="uniform",
+                                    description="tokens start"),
         simulate=widgets.fixed(True),
     )
     display(ui)
@@ -251,8 +268,10 @@ explore(**DEFAULTS)
 explore(**dict(DEFAULTS, d=8, sigma_b=1.0, beta=1.0))
 
 # %% [markdown]
-# And an activation with `lambda_1 > 0` (typed expression `sin(3*u)`, `d = 6`, attention off):
-# two nearby tokens separate (no synchronization).
+# And an activation with `lambda_1 > 0` (typed expression `sin(3*u)`, `d = 6`, attention off),
+# started from one tight cluster: the tokens spread out instead of synchronizing (the
+# overlaps leave `rho = 1`), while ReLU at the same point keeps them together.
 
 # %%
-explore(**dict(DEFAULTS, expression="sin(3*u)", d=6, sigma_b=0.0, attention=False))
+for expression in ("sin(3*u)", ""):  # "" = the dropdown's activation (ReLU)
+    explore(**dict(DEFAULTS, expression=expression, d=6, sigma_b=0.0, attention=False, start="tight cluster"))
