@@ -43,6 +43,7 @@ from scipy import stats
 
 from sssn_verify import ModelParams
 from sssn_verify.engine import simulate_sde
+from sssn_verify.regime import regime
 
 SMALL = os.environ.get("SSSN_NOTEBOOK_SMALL") == "1"
 
@@ -56,6 +57,7 @@ STORE_EVERY = 5 if SMALL else 10
 N_PATHS = 8 if SMALL else 64
 SEEDS = (2026, 2027) if SMALL else (2026, 2027, 2028)
 THRESHOLD = 0.05        # synchronized: max pairwise distance below this
+COLORS = {"attention only": "C0", "attention + noise": "C1", "noise only": "C2"}
 RELU = dict(activation="relu", sigma_w=1.0, sigma_b=0.0, sigma_a=1.5)
 
 print(f"SMALL={SMALL}: {N_CLUSTERS * PER_CLUSTER} tokens, T={HORIZON}, {STEPS} steps "
@@ -123,6 +125,10 @@ def summary(sync):
 D = 3
 X0 = cluster_configuration(D, N_CLUSTERS, PER_CLUSTER, SPREAD, seed=0)
 base = ModelParams(d=D, n_tokens=len(X0), horizon=HORIZON, beta=BETA, **RELU)
+reg3 = regime(base.with_(V=0.0))
+print(f"noise (ReLU, d = 3): k0 = {reg3.k0:.4g}, k1 = {reg3.k1:.4g}, lambda_1 = {reg3.lambda1:.4g} "
+      f"(two-point synchronization: {reg3.synchronizes}); inter-cluster attention weight "
+      f"~ exp(-beta) = {np.exp(-BETA):.1e}")
 SCENARIOS = {
     "attention only": base.with_(sigma_a=0.0),
     "attention + noise": base,
@@ -176,11 +182,11 @@ plt.show()
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 4))
-for k, (label, r) in enumerate(runs.items()):
+for label, r in runs.items():
     dist = np.maximum(r["dist"], 1e-12)
     lo, med, hi = np.quantile(dist, [0.1, 0.5, 0.9], axis=0)
-    ax.plot(r["times"], med, color=f"C{k}", label=f"{label} (median)")
-    ax.fill_between(r["times"], lo, hi, color=f"C{k}", alpha=0.2)
+    ax.plot(r["times"], med, color=COLORS[label], label=f"{label} (median)")
+    ax.fill_between(r["times"], lo, hi, color=COLORS[label], alpha=0.2)
 ax.axhline(THRESHOLD, color="k", ls=":", label=f"threshold {THRESHOLD:g}")
 ax.set_yscale("log")
 ax.set_xlabel("time t (= layer x T / L)")
@@ -199,12 +205,12 @@ plt.show()
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 4))
-for k, (label, r) in enumerate(runs.items()):
+for label, r in runs.items():
     s = np.sort(r["sync"])
     ax.step(np.concatenate([[0.0], s[np.isfinite(s)], [HORIZON]]),
             np.concatenate([[0.0], np.arange(1, np.isfinite(s).sum() + 1) / s.size,
                             [np.isfinite(s).mean()]]),
-            where="post", color=f"C{k}", label=label)
+            where="post", color=COLORS[label], label=label)
 ax.set_xlim(0, HORIZON)
 ax.set_ylim(-0.02, 1.02)
 ax.set_xlabel("synchronization time t")
@@ -243,9 +249,13 @@ D4 = 4
 X4 = cluster_configuration(D4, N_CLUSTERS, PER_CLUSTER, SPREAD, seed=0)
 ACTS = {"relu": dict(RELU, sigma_a=1.0), "sin(3*u)": dict(activation="sin(3*u)", sigma_w=1.0,
                                                           sigma_b=0.0, sigma_a=1.0)}
-runs4 = {}
+runs4, lambda1 = {}, {}
 for act, kw in ACTS.items():
     p4 = ModelParams(d=D4, n_tokens=len(X4), horizon=HORIZON, beta=BETA, **kw)
+    reg = regime(p4.with_(V=0.0))
+    lambda1[act] = reg.lambda1
+    print(f"{act:9s} d = {D4}: k0 = {reg.k0:.4g}, k1 = {reg.k1:.4g}, lambda_1 = {reg.lambda1:+.4g} "
+          f"(two-point synchronization: {reg.synchronizes})")
     for label, params in (("noise only", p4.with_(V=0.0)), ("attention + noise", p4)):
         times, dist, _ = run(params, SEEDS[0], X4, rtol=1e-8)
         sync = synchronization_times(times, dist, THRESHOLD)
@@ -257,16 +267,16 @@ for act, kw in ACTS.items():
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
 for ax, act in zip(axes, ACTS):
-    for k, label in enumerate(("noise only", "attention + noise")):
+    for label in ("noise only", "attention + noise"):
         r = runs4[(act, label)]
         lo, med, hi = np.quantile(np.maximum(r["dist"], 1e-12), [0.1, 0.5, 0.9], axis=0)
-        ax.plot(r["times"], med, color=f"C{k + 1}", label=f"{label} (median)")
-        ax.fill_between(r["times"], lo, hi, color=f"C{k + 1}", alpha=0.2)
+        ax.plot(r["times"], med, color=COLORS[label], label=f"{label} (median)")
+        ax.fill_between(r["times"], lo, hi, color=COLORS[label], alpha=0.2)
     ax.axhline(THRESHOLD, color="k", ls=":", label=f"threshold {THRESHOLD:g}")
     ax.set_yscale("log")
     ax.set_xlabel("time t")
     ax.set_ylabel(r"$\max_{i,j} |x_i - x_j|$")
-    ax.set_title(f"phi = {act}, d = {D4}")
+    ax.set_title(f"phi = {act}, d = {D4}: lambda_1 = {lambda1[act]:+.3g}")
     ax.legend(fontsize=8)
 fig.suptitle("lambda_1 < 0 (ReLU) synchronizes, lambda_1 > 0 (sin 3u) does not")
 fig.tight_layout()
