@@ -218,3 +218,16 @@ def test_c_att_cases():
     assert c_att(1.0, eye, eye, -eye) == pytest.approx(4.0)
     assert c_att(0.5, 2 * eye, eye, eye) == pytest.approx(2 * (1 + 0.5 * 2))
     assert c_att_general(1.0, eye, eye, eye) == pytest.approx(4.0)
+
+
+def test_antipodal_value_decides_large_beta():
+    """L2 f/f at rho = -1 = -beta (d-1)(k0 + K(-1))/(e^{2 beta} - 1): the ReLU sup for large beta."""
+    from sssn_verify.symbolic.dissipation import antipodal_rate, beta as beta_sym
+    from sssn_verify.symbolic.two_point import Krho
+    oracle = -beta_sym * (d - 1) * (k0 + Krho) / (sp.exp(2 * beta_sym) - 1)
+    assert sp.simplify(antipodal_rate() - oracle) == 0
+    assert sp.simplify(antipodal_rate() - 2 * oracle) != 0
+    sig, dd, be = (1.0, 1.0, 1.0), 8, 3.0
+    value, at = lambda_bar("relu", dd, *sig, be)
+    expected = float(oracle.subs({beta_sym: be, d: dd, k0: relu_k(mp.mpf(1), *sig), Krho: relu_k(mp.mpf(-1), *sig)}))
+    assert at == -1.0 and value == pytest.approx(expected, rel=1e-10)

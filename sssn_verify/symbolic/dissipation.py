@@ -12,7 +12,11 @@ Noise part of the two-point generator (from ``two_point``): ``L2 f = b f' + a f'
   ReLU's u^{3/2}): ``lambda_edge = (d-1) k1 - (d-3) k0`` for every beta >= 0.
 * Coercivity (``lambda_bar < 0``) needs the edge condition
   ``(d-1) sw^2 E[phi'(U)^2] < (d-3) E[phi(U)^2]``, U ~ N(0, sw^2 + sb^2), and the interior
-  condition ``b(rho) + beta a(rho)/2 > 0`` on ``[-1, 1)`` (with a uniform margin).  For
+  condition ``b(rho) + beta a(rho)/2 > 0`` on ``[-1, 1)`` (with a uniform margin).
+  At the antipodes ``L2 f/f(-1) = -beta (d-1)(k0 + K(-1))/(e^{2 beta} - 1)`` (derived), which
+  tends to 0 as beta grows: lambda_bar(beta) -> 0^- (the bound degrades exponentially in beta).
+  Numerically (tests/test_dissipation.py) the ReLU sup sits at the edge for beta = 0
+  (d = 2..40, sigma_b/sigma_w in [0, 4]) and, for beta > 0, at the edge or at rho = -1.  For
   ReLU the edge condition is ``d > 3`` and ``sigma_b/sigma_w > sqrt(2/(d-3))``: without
   bias ReLU never dissipates, whatever d.  (Research decision: the seed's "d > 3 suffices"
   is refuted under our conventions; whether the sup sits at the edge is checked
@@ -155,6 +159,17 @@ def dissipation() -> Derivation:
     return dv
 
 
+@lru_cache(maxsize=None)
+def antipodal_rate() -> sp.Expr:
+    """L2 f / f at rho = -1 for beta > 0: (f'/f)(-1) N(-1), with K_rho standing for K(-1)."""
+    f, b_ = energy_profile(True)
+    N = generator_factor(True).subs(beta, b_)
+    val = sp.simplify((sp.diff(f, rho) / f * N).subs(rho, -1))
+    if sp.limit(val, b_, sp.oo) != 0:
+        raise DerivationError(f"antipodal rate does not vanish as beta -> oo: {val}")
+    return sp.factor(val.subs(b_, beta))
+
+
 @register("coercivity")
 def coercivity() -> Derivation:
     """The coercivity condition lambda_bar < 0 as Gaussian moments; the exact ReLU region."""
@@ -175,13 +190,17 @@ def coercivity() -> Derivation:
     at_minus_one = sp.factor(Nb.subs(rho, -1))
     dv.add("At rho = -1 the interior condition reads (so odd phi without bias, K(-1) = -k0, "
            "gives lambda_bar >= 0)", at_minus_one > 0)
+    anti = antipodal_rate()
+    dv.add("Value of L2 f / f at rho = -1 (K_rho = K(-1)); for beta > 0 it tends to 0 as beta -> oo, so "
+           "lambda_bar(beta) >= this value -> 0: dissipation degrades exponentially in beta "
+           "(numerically the sup sits at rho -> 1 or at rho = -1 for ReLU)", anti)
     F, A, B, thr, d_set = relu_region()
     dv.add("ReLU: sign of lambda_edge = sign of F(d, t), t = sigma_b/sigma_w", F)
     dv.add("F < 0 needs the t^2 coefficient negative, i.e. d in", d_set)
     dv.add("and then t > threshold", thr)
     region = sp.And(d > 3, t_ratio > thr)
     dv.result = region
-    dv.extras.update(edge_condition_moments=sp.sstr(edge_cond), relu_threshold=sp.sstr(thr),
+    dv.extras.update(antipodal_rate=sp.sstr(anti), edge_condition_moments=sp.sstr(edge_cond), relu_threshold=sp.sstr(thr),
                      relu_region=f"d > 3 and sigma_b/sigma_w > {sp.sstr(thr)}")
     return dv
 
@@ -283,4 +302,4 @@ def attention_bound() -> Derivation:
 
 
 __all__ = ["dissipation", "coercivity", "attention_bound", "edge_rate", "relu_edge_rate", "relu_region",
-           "generator_factor", "stable_numerator", "energy_identity_residual", "beta", "q", "t_ratio"]
+           "generator_factor", "stable_numerator", "antipodal_rate", "energy_identity_residual", "beta", "q", "t_ratio"]
