@@ -227,7 +227,13 @@ def choose_parameters(claim: str, cand: Candidate, activation: str, given: dict[
     """The grid point (completing the user's parameters) where candidate and derivation differ most
     relative to the error scale; ties (e.g. a correct candidate) keep the first point."""
     best, best_score = None, -1.0
-    for point in _grid(claim, activation, given):
+    points = list(_grid(claim, activation, given))
+    if claim == "lambda_bar" and len(points) > 1:
+        # the closed form of lambda_bar is the edge value: choose among the points where the
+        # supremum sits at rho -> 1 (all points if there is none)
+        at_edge = [pt for pt in points if _lambda_bar(pt)[1] == 1.0]
+        points = at_edge or points
+    for point in points:
         if claim == "lambda1" and _kernel_obj(activation, point["sigma_w"], point["sigma_b"],
                                               point["sigma_a"]).k1 == math.inf:
             continue
@@ -244,7 +250,7 @@ def choose_parameters(claim: str, cand: Candidate, activation: str, given: dict[
         if best is None or score > best_score * (1 + 1e-9) + 1e-12:
             best, best_score = point, score
     if best is not None and best_score < 1e-3:   # agrees everywhere (rounding): the first point
-        best = next(iter(_grid(claim, activation, given)))
+        best = points[0]
     if best is None:
         raise CandidateError(f"no admissible parameters for {claim} with activation {activation!r} "
                              "(k1 is infinite for activations with a jump)")
@@ -264,11 +270,15 @@ def _evidence_kernel(point, seed, level, budget):
 
 def _evidence_lambda1(point, seed, level, budget):
     from .engine import lyapunov_tangent
-    p = _params(point, V=0.0, n_tokens=1, horizon=budget["horizon"])
-    res = lyapunov_tangent(p, model="gaussian", depth=budget["depth"], n_paths=budget["paths"], seed=seed)
+    v = _values("lambda1", point)
+    T = budget["horizon"]
+    # keep the noise per layer, k0 d T / L, small: the time-step bias is O(k0 d T / L)
+    depth = int(min(budget["max_depth"], max(budget["depth"], math.ceil(T * v["k0"] * v["d"] / budget["step_noise"]))))
+    p = _params(point, V=0.0, n_tokens=1, horizon=T)
+    res = lyapunov_tangent(p, model="gaussian", depth=depth, n_paths=budget["paths"], seed=seed, progress=False)
     return float(res.rate), float(res.stderr), None, int(res.n_paths), (
-        f"tangent flow of the Gaussian transformer, {budget['paths']} paths, depth {budget['depth']}, "
-        f"T = {budget['horizon']}"), res, {}
+        f"tangent flow of the Gaussian transformer, {budget['paths']} paths, depth {depth}, "
+        f"T = {T}"), res, {"depth": depth}
 
 
 def _evidence_ito(point, seed, level, budget):
@@ -293,7 +303,8 @@ _EVIDENCE = {"kernel": _evidence_kernel, "lambda1": _evidence_lambda1, "ito_drif
              "lambda_bar": _evidence_lambda_bar}
 
 BUDGETS = {
-    "lambda1": {"paths": 4000, "depth": 400, "horizon": 2.0, "rel_tol": 0.04},
+    "lambda1": {"paths": 4000, "depth": 400, "max_depth": 8000, "step_noise": 0.005, "horizon": 2.0,
+                "rel_tol": 0.03},
     "ito_drift": {"paths": 40000, "delta": 0.01, "delta_scale": 0.02, "width": 64, "rel_tol": 0.02},
     "kernel": {},
     "lambda_bar": {},
