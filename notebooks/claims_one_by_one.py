@@ -47,6 +47,7 @@ from IPython.display import Image, Markdown, Math, display
 from sssn_verify import derive
 from sssn_verify.claims import CLAIMS, UNAVAILABLE
 from sssn_verify.report import estimate_text, write_report
+from sssn_verify.stats import holm
 from sssn_verify.verify import DEFAULT_ALPHA, SuiteResult
 
 SMALL = os.environ.get("SSSN_NOTEBOOK_SMALL") == "1"
@@ -206,3 +207,10 @@ for name, r in results.items():
 display(Markdown("\n".join(rows)))
 print(f"{sum(r.passed for r in results.values())}/{len(results)} claims passed at their own level "
       f"({'SMALL budgets' if SMALL else MODE + ' budgets'}, seed {SEED}).")
+
+# The suite's family-wise view: Holm's step-down over every statistical check run above.
+stochastic = [(name, c) for name, r in results.items() for c in r.checks if c.pvalue is not None]
+rejected = holm([c.pvalue for _, c in stochastic], DEFAULT_ALPHA)
+print(f"Holm at family-wise level {DEFAULT_ALPHA:g} over {len(stochastic)} statistical checks: "
+      f"{sum(rejected)} rejected" + "".join(f"\n  rejected: {n}: {c.name}"
+                                           for (n, c), rej in zip(stochastic, rejected) if rej))
