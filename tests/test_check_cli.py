@@ -91,3 +91,38 @@ def test_parser_allows_only_the_claims_variables():
         parse_candidate("kernel", "")
     with pytest.raises(CandidateError):
         parse_candidate("kernel", "lambda: 1")
+
+
+LAMBDA1 = "((d-3)*k1-(d-1)*k0)/2"
+
+
+@pytest.mark.parametrize("candidate,verdict", [
+    (LAMBDA1, "consistent"),
+    ("-(sa^2/4)*(2*sw^2+(d-1)*sb^2)", "consistent"),          # the explicit ReLU form
+    ("((d-3)*k0-(d-1)*k1)/2", "rejected"),                   # k0 <-> k1
+    ("((d-2)*k1-(d-1)*k0)/2", "rejected"),                   # d-2 for d-3
+    ("(d-3)*k1-(d-1)*k0", "rejected"),                       # missing factor 1/2
+    ("-((d-3)*k1-(d-1)*k0)/2", "rejected"),                  # sign
+])
+def test_lambda1_candidates(capsys, candidate, verdict):
+    out = run_json(capsys, "lambda1", "--candidate", candidate)
+    assert out["verdict"] == verdict, out
+    assert out["stderr"] > 0 and out["n"] > 100
+
+
+def test_lambda1_k0_k1_swap_is_caught_where_they_differ(capsys):
+    # without bias ReLU has k0 = k1, so the checker must move to a biased point
+    out = run_json(capsys, "lambda1", "--candidate", "((d-3)*k0-(d-1)*k1)/2")
+    assert out["parameters"]["k0"] != out["parameters"]["k1"]
+
+
+@pytest.mark.parametrize("candidate,verdict", [
+    ("(d-1)*k1-(d-3)*k0", "consistent"),
+    ("(sa^2/2)*(2*sw^2-(d-3)*sb^2)", "consistent"),
+    ("(d-2)*k1-(d-3)*k0", "rejected"),
+    ("((d-1)*k1-(d-3)*k0)/2", "rejected"),
+    ("(d-1)*k0-(d-3)*k1", "rejected"),
+])
+def test_lambda_bar_candidates(capsys, candidate, verdict):
+    out = run_json(capsys, "lambda_bar", "--candidate", candidate)
+    assert out["verdict"] == verdict, out

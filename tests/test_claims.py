@@ -169,3 +169,97 @@ def test_ito_derived_drift_matches_the_hand_oracle():
     S = A @ A.T
     x = np.array([0.6, 0.8, 0.0])
     assert f.general(x, S) == pytest.approx(-S @ x - np.trace(S) / 2 * x + 1.5 * (x @ S @ x) * x)
+
+
+# ----------------------------------------------------------------------------- lambda_1, synchronization
+
+LYAP_FAST = {"n_configs": 3, "paths": 6_000, "paths_transformer": 3_000}
+
+
+@pytest.mark.parametrize("mutant", [
+    lambda d, k0, k1: ((d - 3) * k1 - (d - 2) * k0) / 2,     # d-2 for d-1
+    lambda d, k0, k1: ((d - 3) * k0 - (d - 1) * k1) / 2,     # k0 <-> k1
+    lambda d, k0, k1: (d - 3) * k1 - (d - 1) * k0,           # factor 2
+    lambda d, k0, k1: -((d - 3) * k1 - (d - 1) * k0) / 2,    # sign
+], ids=["d-2", "k0-k1-swap", "factor-2", "sign"])
+def test_lyapunov_checker_rejects_wrong_exponents(mutant):
+    assert rejected(claim("lyapunov").run("quick", 0, level=STRICT, formula=mutant, budget=LYAP_FAST))
+
+
+def test_lyapunov_and_synchronization_accept_the_derived_exponent():
+    for seed in (0, 1):
+        res = claim("lyapunov").run("quick", seed, budget=LYAP_FAST)
+        assert res.passed, [c.to_dict() for c in res.checks]
+    res = claim("synchronization").run("quick", 0, budget={"paths": 3000})
+    assert res.passed, [c.to_dict() for c in res.checks]
+
+
+def test_synchronization_rejects_a_flipped_sign_and_a_missing_factor():
+    from sssn_verify.claims.lyapunov import derived_formula
+    f = derived_formula()
+    for mutant in (lambda d, k0, k1: -f(d, k0, k1), lambda d, k0, k1: 2 * f(d, k0, k1)):
+        assert rejected(claim("synchronization").run("quick", 0, level=STRICT, formula=mutant,
+                                                     budget={"paths": 3000}))
+
+
+# ----------------------------------------------------------------------------- convergence, chaos, limits
+
+def test_convergence_depth_accepts_log_l_over_l_and_rejects_faster_rates():
+    budget = {"paths": 120, "n_boot": 500}
+    assert claim("convergence_depth").run("quick", 0, budget=budget).passed
+    for wrong in (lambda L: L ** -2.0, lambda L: L ** -1.5):
+        assert rejected(claim("convergence_depth").run("quick", 0, level=STRICT, formula=wrong, budget=budget))
+
+
+def test_propagation_of_chaos_accepts_n_to_the_minus_half_and_rejects_n_to_the_minus_two():
+    budget = {"ns": (8, 16, 32), "n_ref": 256, "paths": 16, "depth": 16, "n_boot": 500}
+    assert claim("propagation_of_chaos").run("quick", 0, budget=budget).passed
+    assert rejected(claim("propagation_of_chaos").run("quick", 0, level=STRICT,
+                                                      formula=lambda N: np.asarray(N, float) ** -2.0,
+                                                      budget=budget))
+
+
+def test_commuting_limits_rejects_a_wrong_limit():
+    from sssn_verify.claims.commuting_limits import sde_limit
+    budget = {"paths": 4000}
+    assert claim("commuting_limits").run("quick", 0, budget=budget).passed
+    wrong = lambda p, L, P, seed: sde_limit(p.with_(sigma_a=p.sigma_a * math.sqrt(2)), L, P, seed)  # k0 x 2
+    assert rejected(claim("commuting_limits").run("quick", 0, level=STRICT, formula=wrong, budget=budget))
+
+
+# ----------------------------------------------------------------------------- dissipation, ReLU, coercivity
+
+DISS_FAST = {"n_configs": 2, "n_edge": 2, "paths": 2000}
+
+
+def test_dissipation_accepts_the_derived_rate_and_rejects_wrong_ones():
+    from sssn_verify.claims.dissipation import derived_formula
+    f = derived_formula()
+    for seed in (0, 1):
+        res = claim("dissipation").run("quick", seed, budget=DISS_FAST)
+        assert res.passed, [c.to_dict() for c in res.checks if not c.passed]
+    too_fast = replace(f, lambda_bar=lambda *a: 2 * f.lambda_bar(*a))                       # factor 2
+    wrong_edge = replace(f, edge=lambda d, k0, k1: (d - 2) * k1 - (d - 3) * k0)             # d-2 for d-1
+    for mutant in (too_fast, wrong_edge):
+        assert rejected(claim("dissipation").run("quick", 0, level=STRICT, formula=mutant, budget=DISS_FAST))
+
+
+def test_relu_rates_accepts_the_derived_and_rejects_wrong_sign_patterns():
+    from sssn_verify.claims.relu_rates import derived_formula
+    f = derived_formula()
+    budget = {"n_t": 4, "paths": 8000, "paths_energy": 2000}
+    assert claim("relu_rates").run("quick", 0, budget=budget).passed
+    for mutant in (replace(f, edge=lambda d, sw, sb, sa: sa ** 2 / 2 * (2 * sw ** 2 - (d - 2) * sb ** 2)),
+                   replace(f, region=lambda d, t: d > 2 and t > math.sqrt(2 / (d - 2))),
+                   replace(f, lambda1=lambda *a: -f.lambda1(*a))):
+        assert rejected(claim("relu_rates").run("quick", 0, level=STRICT, formula=mutant, budget=budget))
+
+
+def test_coercivity_accepts_the_derived_and_rejects_wrong_characterizations():
+    from sssn_verify.claims.coercivity import derived_formula
+    f = derived_formula()
+    budget = {"n_activations": 2, "paths": 2000}
+    assert claim("coercivity").run("quick", 0, budget=budget).passed
+    for mutant in (replace(f, edge=lambda d, sw, m0, m1: (d - 1) * sw ** 2 * m1 < (d - 2) * m0),
+                   replace(f, edge=lambda d, sw, m0, m1: (d - 1) * sw ** 2 * m1 > (d - 3) * m0)):
+        assert rejected(claim("coercivity").run("quick", 0, level=STRICT, formula=mutant, budget=budget))
