@@ -88,6 +88,11 @@ def _fmt(x):
     return "-" if x is None else f"{x:.4g}"
 
 
+def _cell(text):
+    """Text for a Markdown table cell (a '|' in a check's name would split the cell)."""
+    return str(text).replace("|", "\\|")
+
+
 def show_derivation(name):
     """The sympy derivation: assumptions, each step (text + LaTeX), the result."""
     der = derive(name)
@@ -106,8 +111,8 @@ def checks_table(result):
     rows = ["| check | estimate [CI] | derived | tol | p-value | n | seed | method | verdict |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for c in result.checks:
-        rows.append(f"| {c.name} | {estimate_text(c)} | {_fmt(c.expected)} | {_fmt(c.tolerance)} | "
-                    f"{_fmt(c.pvalue)} | {c.n} | {'-' if c.seed is None else c.seed} | {c.method} | "
+        rows.append(f"| {_cell(c.name)} | {estimate_text(c)} | {_fmt(c.expected)} | {_fmt(c.tolerance)} | "
+                    f"{_fmt(c.pvalue)} | {c.n} | {'-' if c.seed is None else c.seed} | {_cell(c.method)} | "
                     f"{'PASS' if c.passed else '**FAIL**'} |")
     return "\n".join(rows)
 
@@ -202,7 +207,7 @@ for name in CLAIMS:
 rows = ["| claim | headline check | estimate [CI] | derived | verdict | time |", "| --- | --- | --- | --- | --- | --- |"]
 for name, r in results.items():
     h = r.headline
-    rows.append(f"| `{name}` | {h.name} | {estimate_text(h)} | {_fmt(h.expected)} | "
+    rows.append(f"| `{name}` | {_cell(h.name)} | {estimate_text(h)} | {_fmt(h.expected)} | "
                 f"{'PASS' if r.passed else '**FAIL**'} | {r.seconds:.1f} s |")
 display(Markdown("\n".join(rows)))
 print(f"{sum(r.passed for r in results.values())}/{len(results)} claims passed at their own level "
