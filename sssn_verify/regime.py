@@ -7,10 +7,11 @@ its argmax, the edge value, C_att, and two verdicts:
   lambda_1 is 0 or undefined (phi with a jump in d = 3, where k1 = inf meets d - 3 = 0);
 * ``dissipates``: True when ``lambda_bar + C_att < 0`` (then
   ``E[E_beta(mu_t)] <= exp((lambda_bar + C_att) t) E[E_beta(mu_0)]``);  False when
-  ``lambda_edge > C_gen`` with ``C_gen = 2 ||V|| (1 + beta ||K^T Q||)`` (the bound on the
-  size of the attention's contribution, whatever its sign): then, for configurations close
-  to synchronization, the expected energy grows at a rate >= lambda_edge - C_gen > 0, so no
-  uniform exponential dissipation holds; None (undetermined) otherwise.
+  ``rate_lower_bound = lambda_edge - 2 lambda_min((V+V^T)/2) > 0``: for tokens in a small
+  cap around the worst direction the expected energy grows at that rate (attention adds
+  exactly -2 <V x, x> near synchronization, derived in symbolic/dissipation), so no uniform
+  exponential dissipation holds; None (undetermined) otherwise.  The true best rate lies in
+  ``[rate_lower_bound, lambda_bar + C_att]``.
   (A research decision: "dissipation" means the uniform exponential bound of SPEC section 5.)
 
 Non-finite numbers (k1 = inf for jumps) appear in ``to_dict()`` as the strings "inf"/"-inf"
@@ -23,7 +24,7 @@ from dataclasses import asdict, dataclass
 
 from .numeric.kernels import kernel
 from .numeric.rates import c_att as _c_att
-from .numeric.rates import c_att_general, lambda1, lambda_bar_from_kernel, lambda_edge
+from .numeric.rates import c_att_general, lambda1, lambda_bar_from_kernel, lambda_edge, near_sync_rate
 from .params import ModelParams
 
 
@@ -47,6 +48,7 @@ class Regime:
     sup_at_edge: bool
     c_att: float
     c_att_general: float
+    rate_lower_bound: float
     synchronizes: bool | None
     dissipates: bool | None
 
@@ -67,7 +69,8 @@ class Regime:
             f"lambda_bar(beta) = {fmt(self.lambda_bar)}   attained at {where};   "
             f"edge value (d-1) k1 - (d-3) k0 = {fmt(self.lambda_bar_edge)}",
             f"C_att = {fmt(self.c_att)}   (general bound {fmt(self.c_att_general)})",
-            f"lambda_bar + C_att = {fmt(self.lambda_bar + self.c_att)}",
+            f"lambda_bar + C_att = {fmt(self.lambda_bar + self.c_att)}   (no uniform rate below "
+            f"lambda_edge - 2 lambda_min(V_sym) = {fmt(self.rate_lower_bound)})",
             f"two-point synchronization: {verdict[self.synchronizes]}",
             f"energy dissipation: {verdict[self.dissipates]}",
         ]
@@ -91,11 +94,12 @@ def regime(params: ModelParams) -> Regime:
     edge = lambda_edge(params.d, kf.k0, kf.k1) if kf.k0 > 0 else 0.0
     catt = _c_att(params.beta, params.Q, params.K, params.V)
     cgen = c_att_general(params.beta, params.Q, params.K, params.V)
+    lower = near_sync_rate(params.d, kf.k0, kf.k1, params.V)
     sync = None if (math.isnan(lam1) or lam1 == 0.0) else lam1 < 0
     total = lam_bar + catt
     if total < 0:
         diss = True
-    elif edge - cgen > 0:
+    elif lower > 0:
         diss = False
     else:
         diss = None
@@ -104,7 +108,7 @@ def regime(params: ModelParams) -> Regime:
         sigma_a=params.sigma_a, beta=params.beta, kernel_method=kf.method, k0=float(kf.k0),
         k1=float(kf.k1), lambda1=float(lam1), lambda_bar=float(lam_bar), lambda_bar_argmax=float(argmax),
         lambda_bar_edge=float(edge), sup_at_edge=bool(argmax == 1.0), c_att=float(catt),
-        c_att_general=float(cgen), synchronizes=sync, dissipates=diss)
+        c_att_general=float(cgen), rate_lower_bound=float(lower), synchronizes=sync, dissipates=diss)
 
 
 __all__ = ["Regime", "regime"]

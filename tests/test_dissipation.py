@@ -231,3 +231,29 @@ def test_antipodal_value_decides_large_beta():
     value, at = lambda_bar("relu", dd, *sig, be)
     expected = float(oracle.subs({beta_sym: be, d: dd, k0: relu_k(mp.mpf(1), *sig), Krho: relu_k(mp.mpf(-1), *sig)}))
     assert at == -1.0 and value == pytest.approx(expected, rel=1e-10)
+
+
+def test_near_sync_attention_rate_numerically():
+    """[d(1-rho)/dt]_att/(1-rho) -> -2 <V x, x> for two close tokens, random V, Q, K, beta."""
+    from sssn_verify.numeric.rates import near_sync_rate
+    from sssn_verify.symbolic.dissipation import near_sync_attention_rate
+    assert str(near_sync_attention_rate()) == "-2*v11"
+    rng = np.random.default_rng(2024)
+    for _ in range(20):
+        dim = int(rng.integers(2, 6))
+        Q, K, V = (rng.standard_normal((dim, dim)) for _ in range(3))
+        beta = float(rng.uniform(0, 3))
+        x = rng.standard_normal(dim)
+        x /= np.linalg.norm(x)
+        w = rng.standard_normal(dim)
+        w -= (w @ x) * x
+        w /= np.linalg.norm(w)
+        eps = 1e-5
+        X = np.stack([x, math.cos(eps) * x + math.sin(eps) * w])
+        A = softmax_attention(X, beta, Q, K, V)
+        vel = A - np.sum(A * X, axis=1, keepdims=True) * X
+        ratio = -(vel[0] @ X[1] + X[0] @ vel[1]) / (1 - X[0] @ X[1])
+        assert ratio == pytest.approx(-2 * x @ V @ x, abs=1e-3)
+        assert abs(ratio - (-4 * x @ V @ x)) > 1e-2 or abs(x @ V @ x) < 5e-3
+        # the lower bound uses the worst direction: lambda_edge - 2 lambda_min(V_sym) >= lambda_edge + ratio
+        assert near_sync_rate(5, 1.0, 0.5, V) >= lambda_edge(5, 1.0, 0.5) + ratio - 1e-3

@@ -114,7 +114,10 @@ def test_verdicts():
     no_bias = regime(ModelParams(d=8, activation="relu", sigma_w=1, sigma_b=0, V=0.0, beta=0.0))
     assert no_bias.synchronizes is True and no_bias.dissipates is False     # edge value > 0, no attention
     repulsive = regime(ModelParams(d=8, activation="relu", sigma_w=1, sigma_b=1, V=-1.0, beta=1.0))
-    assert repulsive.c_att == pytest.approx(4.0) and repulsive.dissipates is None
+    assert repulsive.c_att == pytest.approx(4.0)
+    assert repulsive.rate_lower_bound == pytest.approx(-1.5 + 2.0) and repulsive.dissipates is False
+    weak_bias = regime(ModelParams(d=6, activation="relu", sigma_w=1, sigma_b=0.7, beta=1.0))   # Q = K = V = I
+    assert weak_bias.lambda_bar > 0 and weak_bias.rate_lower_bound < 0 and weak_bias.dissipates is None
     sine = regime(ModelParams(d=5, activation="sin:3", sigma_w=1, sigma_b=0, beta=0.0))
     assert sine.lambda1 > 0 and sine.synchronizes is False
     step = regime(ModelParams(d=3, activation="heaviside", beta=0.0))

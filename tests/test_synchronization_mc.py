@@ -12,8 +12,9 @@
    at level 1e-4 at 4 checkpoint times.  The fitted decay rate log(E_T/E_0)/T (delta method
    SE) is compared with lambda_bar + C_att: equal to lambda_bar (= the edge value) for the
    noise-only flow (two-sided), below it with energy-lowering attention (Q = K = V = I) and
-   with repulsive attention (V = -I).  Rejected: the edge value with d-2 for d-1, and
-   C_att = 0 for repulsive attention.
+   with repulsive attention (V = -I), where it equals the derived near-synchronization rate
+   lambda_edge - 2 <V x, x> (two-sided).  Rejected: the edge value with d-2 for d-1, C_att = 0
+   for repulsive attention, and -4 <V x, x> for -2 <V x, x>.
 """
 import math
 
@@ -109,6 +110,7 @@ def test_energy_bound_noise_only_is_sharp_and_has_teeth(noise_only):
     # fitted rate equals lambda_bar (the edge value) within its CI (delta method)
     fit, fit_se = math.log(mean[-1]) / T, se[-1] / mean[-1] / T
     assert abs(fit - reg.lambda_bar) / fit_se < Z_CRIT, (fit, reg.lambda_bar, fit_se)
+    assert reg.rate_lower_bound == reg.lambda_bar          # V = 0: the bound is attained
     # a perturbed edge value (d-2 for d-1) gives a bound that the simulation violates
     wrong_rate = (D - 2) * reg.k1 - (D - 3) * reg.k0
     wrong = math.exp(wrong_rate * T)
@@ -126,6 +128,9 @@ def test_energy_bound_with_attention(v, energy_lowering):
     assert np.all((mean - bound) / se < Z_ONE), (mean, bound, se)
     fit, fit_se = math.log(mean[-1]) / T, se[-1] / mean[-1] / T
     assert fit <= reg.lambda_bar + reg.c_att + Z_ONE * fit_se
+    # near synchronization the rate is lambda_edge - 2 <V x, x> (= rate_lower_bound for V = v I)
+    assert abs(fit - reg.rate_lower_bound) / fit_se < Z_CRIT, (fit, reg.rate_lower_bound, fit_se)
+    assert abs(fit - (reg.lambda_bar_edge - 4 * v)) / fit_se > Z_CRIT          # factor 2 in -2<Vx,x> matters
     if not energy_lowering:
         # treating repulsive attention as energy-lowering (C_att = 0) is refuted
         wrong = math.exp(reg.lambda_bar * T)

@@ -14,6 +14,8 @@ Everything here is a lambdified sympy result of ``symbolic/two_point``, ``lyapun
   included) plus the edge limit, then refined by bounded scalar optimisation around the
   best grid point.  When the edge limit is the sup, ``argmax_rho = 1.0`` (a limit, not
   attained);
+* ``near_sync_rate(d, k0, k1, V) = lambda_edge - 2 lambda_min((V+V^T)/2)``: a lower bound
+  on any uniform decay rate (the rate near synchronization in the worst direction);
 * ``c_att(beta, Q, K, V)``: 0 for energy-lowering attention (V = 0; V = v I, v >= 0 with
   Q^T K = I or beta = 0), else ``2 ||V||_2 (1 + beta ||K^T Q||_2)``.
 """
@@ -60,6 +62,26 @@ def _c_att_fn():
     from ..symbolic.dissipation import attention_constant
     (nV, nKQ, b_), _, C = attention_constant()
     return sp.lambdify((b_, nV, nKQ), C, "math")
+
+
+@lru_cache(maxsize=None)
+def _near_sync_fn():
+    from ..symbolic.dissipation import near_sync_attention_rate
+    expr = near_sync_attention_rate()
+    (v11,) = [s for s in expr.free_symbols if s.name == "v11"]
+    return sp.lambdify((v11,), expr, "math")
+
+
+def near_sync_rate(d: int, k0: float, k1: float, V) -> float:
+    """max over directions x of lambda_edge - 2 <V x, x> = lambda_edge - 2 lambda_min((V + V^T)/2).
+
+    The expected energy of configurations in a small cap around x changes at rate
+    lambda_edge - 2 <V x, x> (symbolic/dissipation.near_sync_attention_rate), so no uniform
+    decay rate can be smaller than this value.
+    """
+    V = np.atleast_2d(np.asarray(V, dtype=float))
+    lam_min = float(np.linalg.eigvalsh((V + V.T) / 2).min())
+    return lambda_edge(d, k0, k1) + float(_near_sync_fn()(lam_min))
 
 
 def lambda1(d: int, k0: float, k1: float) -> float:
@@ -152,5 +174,5 @@ def c_att(beta: float, Q, K, V) -> float:
     return c_att_general(beta, Q, K, V)
 
 
-__all__ = ["lambda1", "lambda_edge", "lambda_bar", "lambda_bar_from_kernel", "ratio", "c_att",
+__all__ = ["lambda1", "lambda_edge", "near_sync_rate", "lambda_bar", "lambda_bar_from_kernel", "ratio", "c_att",
            "c_att_general", "energy_lowering", "GRID_U"]

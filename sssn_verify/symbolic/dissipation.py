@@ -31,6 +31,9 @@ Noise part of the two-point generator (from ``two_point``): ``L2 f = b f' + a f'
   ``|x_i - x_j|^2 = 2(1-rho)``, ``1 + rho <= 2``; then ``f >= beta e^{beta rho}(1-rho)``
   turns it into ``dE_beta/dt|_att <= C_att E_beta``.  The bound is attained at beta = 0
   (``V = -I``, two tokens, rho -> 1), so the factor 2 cannot be lowered in general.
+* Near synchronization attention adds exactly ``-2 <V x, x>`` to the rate (derived for two
+  tokens, any beta and Q^T K), so no uniform rate is below
+  ``lambda_edge - 2 lambda_min((V + V^T)/2)``: when that is > 0 the energy cannot dissipate.
 """
 from __future__ import annotations
 
@@ -254,6 +257,40 @@ def attention_constant():
     return (nV, nKQ, b_), bound_D, sp.factor(worst)
 
 
+@lru_cache(maxsize=None)
+def near_sync_attention_rate() -> sp.Expr:
+    """lim_{rho -> 1} [d(1-rho)/dt]_att / (1 - rho) for two tokens and general V.
+
+    Two tokens span a plane and d(1-rho)/dt only involves inner products with them, so the
+    plane (d = 2, x_1 = e1, x_2 = ((1-t^2), 2t)/(1+t^2)) is no restriction.  The attention
+    weights are arbitrary smooth functions q_i(t) (token i puts weight q_i on x_2); the only
+    property used is q_1(0) = q_2(0) (the two softmax rows coincide when the tokens do), so
+    the result holds for every beta and Q, K.  It is -2 <V x, x> at x = e1, the rate
+    attention adds to the energy near synchronization; for N tokens in a cap of radius eps
+    the same holds up to O(eps) (every softmax mean is within eps of the cap's centre).
+    """
+    t = sp.Symbol("t", real=True)
+    V = sp.Matrix(2, 2, sp.symbols("v11 v12 v21 v22", real=True))
+    xs = [sp.Matrix([1, 0]), sp.Matrix([(1 - t**2) / (1 + t**2), 2 * t / (1 + t**2)])]
+    qs = [sp.Function(f"q{i + 1}")(t) for i in range(2)]
+
+    def attn(i):
+        return (1 - qs[i]) * V * xs[0] + qs[i] * V * xs[1]
+
+    vel = [attn(i) - (xs[i].T * attn(i))[0] * xs[i] for i in range(2)]
+    num = -((vel[0].T * xs[1])[0] + (xs[0].T * vel[1])[0])
+    den = 1 - (xs[0].T * xs[1])[0]
+    equal_rows = {qs[1].subs(t, 0): qs[0].subs(t, 0)}
+    cn = [sp.factor(sp.expand(sp.diff(num, t, k).subs(t, 0).doit().subs(equal_rows))) for k in range(3)]
+    cd = [sp.factor(sp.expand(sp.diff(den, t, k).subs(t, 0))) for k in range(3)]
+    if cn[0] != 0 or cn[1] != 0 or cd[0] != 0 or cd[1] != 0 or cd[2] == 0:
+        raise DerivationError(f"near-synchronization expansion failed: {cn}, {cd}")
+    out = sp.simplify(cn[2] / cd[2])
+    if out.has(sp.Function):
+        raise DerivationError(f"near-synchronization rate depends on the weights: {out}")
+    return out
+
+
 @register("attention_bound")
 def attention_bound() -> Derivation:
     """C_att(beta, Q, K, V) = 2 ||V|| (1 + beta ||K^T Q||), and 0 for energy-lowering attention."""
@@ -295,11 +332,17 @@ def attention_bound() -> Derivation:
     dv.add("V = v I, Q^T K = I: dE_beta/dt = -(v/N^2) sum_i Z_i |P_{x_i} A_i/v|^2, Z_i = sum_j e^{beta rho_ij}; "
            "verified symbolically for N = 2, 3, 4 (and beta = 0; any normalizations Z_i) after the symmetrization "
            "sum_ij e^{beta rho_ij}(<x_i', x_j> + <x_i, x_j'>) = 2 sum_i <x_i', Z_i A_i/v>: residual", sp.S.Zero)
+    ns = near_sync_attention_rate()
+    dv.add("Near synchronization (two tokens at x = e1, rho -> 1; any weights with equal rows at coincidence, "
+           "so any beta, Q, K): attention adds the rate "
+           "lim [d(1-rho)/dt]/(1-rho) = -2 <V x, x>; so for tokens in a small cap the expected energy changes at "
+           "rate lambda_edge - 2 <V x, x> + o(1): no uniform decay rate below lambda_edge - 2 lambda_min((V+V^T)/2)",
+           ns)
     dv.result = sp.Piecewise((0, sp.Symbol("energy_lowering")), (C, True))
-    dv.extras.update(c_att=sp.sstr(C),
+    dv.extras.update(c_att=sp.sstr(C), near_sync_attention_rate=sp.sstr(ns),
                      zero_when="V = 0; or V = v I with v >= 0 and (Q^T K = I or beta = 0)")
     return dv
 
 
 __all__ = ["dissipation", "coercivity", "attention_bound", "edge_rate", "relu_edge_rate", "relu_region",
-           "generator_factor", "stable_numerator", "antipodal_rate", "energy_identity_residual", "beta", "q", "t_ratio"]
+           "generator_factor", "stable_numerator", "antipodal_rate", "near_sync_attention_rate", "energy_identity_residual", "beta", "q", "t_ratio"]
