@@ -38,6 +38,11 @@ def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+def _cell(text: str) -> str:
+    """A markdown table cell (pipes escaped)."""
+    return str(text).replace("|", "\\|")
+
+
 def estimate_text(c: CheckResult) -> str:
     if c.ci is not None:
         return f"{_fmt(c.estimate)} [{_fmt(c.ci[0])}, {_fmt(c.ci[1])}]"
@@ -94,7 +99,7 @@ def markdown(suite, figs: dict[str, list[str]] | None = None) -> str:
              "| --- | --- | --- | --- | --- | --- |"]
     for r in suite.results:
         h = r.headline
-        lines.append(f"| {r.name} | `{_short(r.derived, 60)}` | {estimate_text(h)} | "
+        lines.append(f"| {r.name} | `{_cell(_short(r.derived, 60))}` | {estimate_text(h)} | "
                      f"{_fmt(h.expected)} | {'PASS' if r.passed else 'FAIL'} | {r.seconds:.1f}s |")
     for name, why in getattr(suite, "unavailable", {}).items():
         lines.append(f"\nNot run: `{name}` ({why}).")
@@ -106,7 +111,7 @@ def markdown(suite, figs: dict[str, list[str]] | None = None) -> str:
                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for c in r.checks:
             p = "-" if c.pvalue is None else _fmt(c.pvalue, 3)
-            lines.append(f"| {c.name} | {estimate_text(c)} | {_fmt(c.expected)} | {_fmt(c.tolerance, 3)} | "
+            lines.append(f"| {_cell(c.name)} | {estimate_text(c)} | {_fmt(c.expected)} | {_fmt(c.tolerance, 3)} | "
                          f"{p} | {c.n} | {c.seed if c.seed is not None else '-'} | {c.method} | "
                          f"{'PASS' if c.passed else 'FAIL'} |")
         for f in figs.get(r.name, []):
@@ -164,7 +169,7 @@ def _figures(suite, out: Path) -> dict[str, list[str]]:
         else:
             plt.close(fig)
             continue
-        ax.set_title(f"{name}: {c.name}", fontsize=9)
+        ax.set_title(_short(f"{name}: {c.name}", 70), fontsize=8)
         ax.legend(fontsize=7)
         fig.tight_layout()
         path = out / f"{name}_{i}.png"

@@ -56,9 +56,13 @@ class ClaimResult:
 
     @property
     def headline(self) -> CheckResult:
-        """The check shown in one-line summaries: the first failing one, else the first."""
+        """The check shown in one-line summaries: the first failing one, else the first
+        statistical one (it has an interval), else the first."""
         for c in self.checks:
             if not c.passed:
+                return c
+        for c in self.checks:
+            if c.pvalue is not None:
                 return c
         return self.checks[0]
 
