@@ -7,7 +7,7 @@
    (Bonferroni family level 5e-4).  Perturbed formulas (d-2 for d-1, a flipped sign of the
    k1 term, a missing factor 1/2) must give |z| > 3.89.
 2. The energy bound E[E_beta(mu_t)] <= exp((lambda_bar + C_att) t) E[E_beta(mu_0)] on the SDE
-   (projected Euler, 40000 paths of two tokens started at rho = 1 - 1e-4, where the
+   (projected Euler, 30000 paths (8000 with attention) of two tokens started at rho = 1 - 1e-4, where the
    noise-only bound is nearly attained), Richardson-extrapolated means; one-sided z-tests
    at level 1e-4 at 4 checkpoint times.  The fitted decay rate log(E_T/E_0)/T (delta method
    SE) is compared with lambda_bar + C_att: equal to lambda_bar (= the edge value) for the
@@ -89,7 +89,7 @@ def _energy_curve(params, depth, paths, seed):
     return rel.mean(axis=0), rel.std(axis=0, ddof=1) / math.sqrt(paths)
 
 
-def _extrapolated_curve(params, paths=40000):
+def _extrapolated_curve(params, paths=30000):
     m1, s1 = _energy_curve(params, 64, paths, 7)
     m2, s2 = _energy_curve(params, 128, paths, 8)
     return 2 * m2 - m1, np.sqrt(4 * s2**2 + s1**2)
@@ -122,7 +122,7 @@ def test_energy_bound_with_attention(v, energy_lowering):
     p = ModelParams(d=D, n_tokens=2, horizon=T, activation="relu", sigma_w=1.0, sigma_b=1.0, V=v, beta=1.0)
     reg = regime(p)
     assert (reg.c_att == 0.0) == energy_lowering
-    mean, se = _extrapolated_curve(p, paths=20000)
+    mean, se = _extrapolated_curve(p, paths=8000)
     times = T * np.array(CHECK)
     bound = np.exp((reg.lambda_bar + reg.c_att) * times)
     assert np.all((mean - bound) / se < Z_ONE), (mean, bound, se)
