@@ -29,9 +29,9 @@ import time
 SIZES = {
     # name: (N, d, m, L, paths)
     "small-N": (4, 16, 1024, 256, 64),
-    "wide-MLP": (64, 32, 4096, 64, 4),
-    "attention-heavy": (512, 16, 256, 64, 4),
-    "mid": (32, 16, 512, 128, 16),
+    "wide-MLP": (64, 32, 4096, 64, 32),
+    "attention-heavy": (512, 16, 256, 64, 32),
+    "mid": (32, 16, 512, 128, 96),
 }
 
 
@@ -84,7 +84,7 @@ def _worker(impl: str, size: str, quick: bool) -> dict:
 def _dims(size, quick):
     N, d, m, L, P = SIZES[size]
     if quick:
-        L, P = max(4, L // 4), max(2, P // 2)
+        L, P = max(4, L // 4), max(2, P // 4)
     return N, d, m, L, P
 
 
@@ -106,7 +106,7 @@ def _measure(impl, size, threads, quick):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="L / 4 and half the paths")
+    ap.add_argument("--quick", action="store_true", help="L / 4 and a quarter of the paths")
     ap.add_argument("--sizes", nargs="+", choices=list(SIZES), default=list(SIZES))
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--repeat", type=int, default=3,

@@ -98,7 +98,8 @@ STATUS_NOT_PSD = 2
 STATUS_ZERO_NORM = 3
 STATUS_MESSAGES = {
     STATUS_NONFINITE: "non-finite (NaN/inf) state",
-    STATUS_NOT_PSD: "field covariance is not positive semi-definite (invalid kernel or NaN)",
+    STATUS_NOT_PSD: ("a sampling covariance is not positive semi-definite or not finite "
+                     "(overflow/NaN in the MLP's hidden units, or an invalid kernel)"),
     STATUS_ZERO_NORM: "a token vanished before the radial projection (|z| = 0)",
 }
 
