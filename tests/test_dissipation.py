@@ -26,7 +26,7 @@ from sssn_verify.numeric.rates import c_att, c_att_general, energy_lowering, lam
 from sssn_verify.strategies import betas, sphere_points
 from sssn_verify.symbolic import derive
 from sssn_verify.symbolic.dissipation import (edge_rate, energy_identity_residual, relu_edge_rate,
-                                              relu_region, stable_numerator, t_ratio)
+                                              relu_region, stable_numerator)
 from sssn_verify.symbolic.lyapunov import sigma_a, sigma_b, sigma_w
 from sssn_verify.symbolic.two_point import d, k0, k1
 

@@ -25,8 +25,8 @@ import sympy as sp
 from ..errors import DerivationError
 from . import register
 from .derivation import Derivation
-from .two_point import (EXPLICIT_DIMS, affine_in_d, d, gamma, ito_moments, k0, k1, noise_coefficients,
-                        projection_drift_gamma, projector, rho, two_point_coefficients, u, unit)
+from .two_point import (EXPLICIT_DIMS, affine_in_d, ito_moments, k0, k1, noise_coefficients,
+                        projection_drift_gamma, projector, rho, u, unit)
 
 sigma_w = sp.Symbol("sigma_w", positive=True)
 sigma_b = sp.Symbol("sigma_b", nonnegative=True)
