@@ -70,6 +70,30 @@ def phase_grid(activation, x: str, y: str, xs, ys, base: dict):
     return lam1, lbar
 
 
+def _relu_boundary(ax, x, y, xs, ys, base, threshold, d_sym):
+    """Overlay sigma_b = sigma_w sqrt(2/(d-3)) (derived edge boundary) against the other axis."""
+    other = y if x == "sigma_b" else x
+    vals = (np.linspace(float(min(ys if x == "sigma_b" else xs)), float(max(ys if x == "sigma_b" else xs)), 400)
+            if other != "d" else np.linspace(float(min(xs if x == "d" else ys)), float(max(xs if x == "d" else ys)), 400))
+    sb = []
+    for v in vals:
+        p = dict(base)
+        p[other] = v
+        dd = p["d"]
+        sb.append(p["sigma_w"] * float(threshold.subs(d_sym, dd)) if dd > 3 else np.nan)
+    sb = np.array(sb)
+    if np.all(np.isnan(sb)):
+        return None
+    label = "derived boundary sigma_b = sigma_w sqrt(2/(d-3)) (edge value of lambda_bar = 0)"
+    if x == "sigma_b":
+        (line,) = ax.plot(sb, vals, "k--", lw=2, label=label)
+    else:
+        (line,) = ax.plot(vals, sb, "k--", lw=2, label=label)
+    ax.set_xlim(min(xs), max(xs))
+    ax.set_ylim(min(ys), max(ys))
+    return line
+
+
 def run(args) -> int:
     import matplotlib
     matplotlib.use("Agg")
@@ -78,7 +102,7 @@ def run(args) -> int:
     from matplotlib.patches import Patch
 
     from ..activations import get_activation
-    from ..symbolic.dissipation import relu_region, t_ratio
+    from ..symbolic.dissipation import relu_region
     from ..symbolic.two_point import d as d_sym
 
     act = get_activation(args.activation)
@@ -98,16 +122,10 @@ def run(args) -> int:
     fig, ax = plt.subplots(figsize=(7, 5))
     ax.pcolormesh(xs, ys, code, cmap=ListedColormap(colors), vmin=-0.5, vmax=3.5, shading="nearest")
     handles = [Patch(color=c, label=lab) for c, lab in zip(colors, labels)]
-    if act.name == "relu" and {args.x, args.y} == {"d", "sigma_b"}:
-        _, _, _, thr, _ = relu_region()
-        dd = np.linspace(max(3.0001, float(min(xs) if args.x == "d" else min(ys))),
-                         float(max(xs) if args.x == "d" else max(ys)), 400)
-        tb = np.array([float(thr.subs(d_sym, v)) for v in dd]) * base["sigma_w"]
-        (line,) = (ax.plot(dd, tb, "k--", lw=2) if args.x == "d" else ax.plot(tb, dd, "k--", lw=2))
-        line.set_label(f"derived boundary: sigma_b = sigma_w {t_ratio.name}*, t* = sqrt(2/(d-3))")
-        handles.append(line)
-        ax.set_xlim(min(xs), max(xs))
-        ax.set_ylim(min(ys), max(ys))
+    if act.name == "relu" and "sigma_b" in (args.x, args.y):
+        line = _relu_boundary(ax, args.x, args.y, xs, ys, base, relu_region()[3], d_sym)
+        if line is not None:
+            handles.append(line)
     ax.set_xlabel(args.x)
     ax.set_ylabel(args.y)
     fixed = ", ".join(f"{k}={v:g}" for k, v in base.items() if k not in (args.x, args.y))
