@@ -134,3 +134,18 @@ def test_one_step_monte_carlo_confirms_drift_and_diffusion(case):
             assert abs(mb - wb) / sb > Z_CRIT, (label, mb, wb, sb)
         for label, wa in wrong_a.items():
             assert abs(ma - wa) / sa > Z_CRIT, (label, ma, wa, sa)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_spde_generator_is_laplace_beltrami(n):
+    """(k0/2) Delta_S from Itô equals k0/2 times the Laplacian of phi(x/|x|); d-2 for d-1 fails."""
+    from sssn_verify.symbolic.spde import laplace_beltrami_by_extension, noise_generator
+    xs = list(sp.symbols(f"x1:{n + 1}", real=True))
+    phi = xs[0] ** 2 * xs[-1] + 3 * xs[0]
+    pt = dict(zip(xs, [sp.Rational(3, 5), sp.Rational(4, 5)] + [0] * (n - 2)))
+    lb = (k0 / 2 * laplace_beltrami_by_extension(phi, xs)).subs(pt)
+    right = noise_generator(phi, xs, -(n - 1) * k0 / 2).subs(pt)
+    wrong = noise_generator(phi, xs, -(n - 2) * k0 / 2).subs(pt)
+    assert sp.simplify(right - lb) == 0
+    assert sp.simplify(wrong - lb) != 0
+    assert "Delta_{S}" in derive("spde").result_latex
