@@ -13,7 +13,8 @@ Everything here is a lambdified sympy result of ``symbolic/two_point``, ``lyapun
   taken over a dense grid (geometric in u near the edge, uniform elsewhere, rho = -1
   included) plus the edge limit, then refined by bounded scalar optimisation around the
   best grid point.  When the edge limit is the sup, ``argmax_rho = 1.0`` (a limit, not
-  attained);
+  attained).  For very large beta (beyond ~700) the interior values underflow: lambda_bar is
+  then reported as -0.0 (negative, but below double precision) and its argmax is arbitrary;
 * ``near_sync_rate(d, k0, k1, V) = lambda_edge - 2 lambda_min((V+V^T)/2)``: a lower bound
   on any uniform decay rate (the rate near synchronization in the worst direction);
 * ``c_att(beta, Q, K, V)``: 0 for energy-lowering attention (V = 0; V = v I, v >= 0 with
