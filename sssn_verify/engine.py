@@ -33,7 +33,6 @@ import re
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
