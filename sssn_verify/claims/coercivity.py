@@ -127,6 +127,6 @@ CLAIM = Claim(
     tolerance="deterministic: exact signs (|lambda_bar| < 1e-6 skipped); MC: one-sided, no allowance",
     budgets={"quick": {"n_activations": 4, "n_sigmas": 2, "n_mc": 4, "depth": 64, "paths": 4000},
              "full": {"n_activations": len(ACTIVATIONS), "n_sigmas": len(SIGMAS), "n_mc": len(MC),
-                      "depth": 200, "paths": 40000}},
+                      "depth": 128, "paths": 20000}},
     derived_text=lambda: sp.sstr(coercivity_derivation().extras["edge_condition_moments"]) + " and N(rho) > 0",
 )

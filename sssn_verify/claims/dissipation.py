@@ -143,7 +143,7 @@ CLAIM = Claim(
     tolerance="bound inflated by (1 + 2/L) for the O(1/L) layer-map bias; edge limit within 1e-3 (k0 + k1)",
     budgets={"quick": {"n_configs": 3, "n_edge": 3, "tokens": 8, "spread": 0.05, "depth": 64, "paths": 4000,
                        "width": 64, "c_bias": 2.0},
-             "full": {"n_configs": len(CONFIGS), "n_edge": len(EDGE_CASES), "tokens": 16, "spread": 0.05,
-                      "depth": 256, "paths": 40000, "width": 128, "c_bias": 2.0}},
+             "full": {"n_configs": len(CONFIGS), "n_edge": len(EDGE_CASES), "tokens": 8, "spread": 0.05,
+                      "depth": 128, "paths": 20000, "width": 128, "c_bias": 2.0}},
     derived_text=lambda: f"lambda_edge = {sp.sstr(edge_rate())}; lambda_bar = sup_rho L2 f/f (numeric)",
 )

@@ -79,7 +79,7 @@ CLAIM = Claim(
     tolerance="none beyond the one-sided test: slope <= -1/2",
     budgets={"quick": {"ns": (8, 16, 32, 64), "n_ref": 512, "paths": 30, "depth": 32, "width": 64,
                        "n_boot": 1000},
-             "full": {"ns": (8, 16, 32, 64, 128, 256), "n_ref": 2048, "paths": 200, "depth": 64,
-                      "width": 128, "n_boot": 2000}},
+             "full": {"ns": (8, 16, 32, 64, 128), "n_ref": 1024, "paths": 100, "depth": 32,
+                      "width": 64, "n_boot": 2000}},
     derived_text=lambda: "E W_2^2(mu^N_t, mu^ref_t) = O(N^{-1/2}) at fixed noise, d < 4",
 )
