@@ -10,6 +10,7 @@ reports any failure is at most ``alpha``.
 from __future__ import annotations
 
 import sys
+import types
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -113,3 +114,15 @@ def verify(mode: str = "quick", claims: Iterable[str] | None = None, seed: int =
 
 
 __all__ = ["verify", "SuiteResult", "DEFAULT_ALPHA"]
+
+
+class _CallableModule(types.ModuleType):
+    """Importing this submodule rebinds ``sssn_verify.verify`` (the lazily re-exported
+    function) to the module; calling the module calls :func:`verify`, so
+    ``sssn_verify.verify(...)`` works either way."""
+
+    def __call__(self, *args, **kwargs):
+        return verify(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
