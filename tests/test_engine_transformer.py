@@ -187,3 +187,13 @@ def test_vectorisable_exp_is_accurate_on_the_softmax_range():
     got = np.array([exp_nonpositive(t) for t in x])
     assert np.max(np.abs(got / np.exp(x) - 1)) < 1e-15
     assert exp_nonpositive(-800.0) == 0.0 and exp_nonpositive(0.0) == 1.0
+
+
+def test_energies_at_large_beta_and_at_synchronization():
+    from sssn_verify.numeric.observables import energies_numpy, energy_beta, energy_beta_scaled
+    X = np.tile(np.array([[0.6, 0.8, 0.0]]), (4, 1))
+    assert energy_beta(X, 1e4) == 0.0 and energy_beta(X, 0.0) == 0.0
+    Y = np.array([[1.0, 0, 0], [0, 1.0, 0], [0.6, 0.8, 0]])
+    assert energy_beta(Y, 3.0) == pytest.approx(energies_numpy(Y, 3.0), rel=1e-13)
+    assert energy_beta(Y, 0.0) == pytest.approx(energies_numpy(Y, 0.0), rel=1e-13)
+    assert np.isfinite(energy_beta_scaled(Y, 1e4)) and energy_beta_scaled(Y, 1e4) > 0

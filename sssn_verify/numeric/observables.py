@@ -73,7 +73,10 @@ def energy_beta(X, beta):
     """E_beta of SPEC section 5 (E_0 for beta = 0)."""
     if beta == 0.0:
         return energy0(X)
-    return math.exp(beta) * energy_beta_scaled(X, beta)
+    scaled = energy_beta_scaled(X, beta)
+    if scaled == 0.0:  # synchronized: exactly 0, also where e^beta overflows
+        return 0.0
+    return math.exp(beta) * scaled
 
 
 @njit(cache=True)
