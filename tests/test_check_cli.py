@@ -3,10 +3,12 @@ factor 2, k0 <-> k1) are rejected, parameters are chosen where they differ, bad 
 import json
 
 import pytest
+from hypothesis import given, settings
 
 from sssn_verify.check import parse_candidate
 from sssn_verify.cli import main
 from sssn_verify.errors import CandidateError
+from sssn_verify.strategies import kernel_sigmas, overlaps
 
 RELU_K = ("sa^2*(sw^2+sb^2)/(2*pi)*(sqrt(1-((sw^2*rho+sb^2)/(sw^2+sb^2))^2)"
           " + (pi-acos((sw^2*rho+sb^2)/(sw^2+sb^2)))*(sw^2*rho+sb^2)/(sw^2+sb^2))")
@@ -126,3 +128,13 @@ def test_lambda1_k0_k1_swap_is_caught_where_they_differ(capsys):
 def test_lambda_bar_candidates(capsys, candidate, verdict):
     out = run_json(capsys, "lambda_bar", "--candidate", candidate)
     assert out["verdict"] == verdict, out
+
+
+@settings(max_examples=5, deadline=None)
+@given(kernel_sigmas(min_w=0.3, max_w=1.5, max_b=1.5), overlaps(margin=0.01))
+def test_kernel_check_property_relu_closed_form_consistent_and_sign_flip_rejected(sigmas, rho):
+    from sssn_verify.check import check_candidate
+    sw, sb, sa = sigmas
+    kw = dict(sigma_w=sw, sigma_b=sb, sigma_a=sa, rho=rho)
+    assert check_candidate("kernel", RELU_K, **kw).verdict == "consistent"
+    assert check_candidate("kernel", "-" + RELU_K, **kw).verdict == "rejected"
