@@ -15,7 +15,7 @@ from sssn_verify.numeric.fields import (STATUS_NOT_PSD, STATUS_OK, correlated_no
 from sssn_verify.numeric.kernels import kernel
 
 
-@njit(cache=True)
+@njit(cache=False)  # test-local: never a stale cache of the engine code it calls
 def _draw(seed, n):
     st = rng_state(seed)
     out = np.empty(n)
@@ -23,7 +23,7 @@ def _draw(seed, n):
     return out
 
 
-@njit(cache=True)
+@njit(cache=False)  # test-local: never a stale cache of the engine code it calls
 def _field(seed, B, d):
     st = rng_state(seed)
     n = B.shape[0]

@@ -49,7 +49,7 @@ def test_projection_jacobian_matches_finite_differences():
     assert np.allclose(a, z / np.linalg.norm(z)) and np.allclose(b, fd, atol=1e-8)
 
 
-@njit(cache=True)
+@njit(cache=False)  # test-local: never a stale cache of the engine code it calls
 def _mlp_pair(seed, rows, bias, m, exact_pre, exact_out):
     """(F(y), J_F(y) v) for rows (y, v) (tanh) or F at rows (y+eps v, y-eps v): same weights."""
     st = rng_state(seed)
