@@ -1,10 +1,12 @@
 """The one seeding scheme.
 
-A user seed becomes one 32-bit seed per Monte Carlo path through numpy's
-``SeedSequence``; every numba kernel re-seeds its (thread-local) generator with
-the path's seed at the start of that path.  Results therefore depend on the
-seed and the path index only: bit-identical whatever the number of threads and
-however paths are split into chunks.
+A user seed becomes one distinct 32-bit seed per Monte Carlo path through numpy's
+``SeedSequence`` (:func:`path_seeds`).  Inside the numba kernels each path owns its own
+generator state seeded from that entry (SplitMix64 + ziggurat normals,
+``numeric/fields.py``: ``rng_state``, ``normal``).  Results therefore depend on the seed
+and the path index only: bit-identical whatever the number of threads and however paths
+are split into chunks.  Set-up draws outside the kernels (initial tokens, test data) use
+:func:`generator`, a numpy Generator on a separate stream of the same seed.
 """
 from __future__ import annotations
 
