@@ -36,18 +36,14 @@
 
 # %%
 import os
-from functools import lru_cache
 
 import matplotlib.pyplot as plt
 import numpy as np
-import sympy as sp
 from IPython.display import display
-from matplotlib.colors import ListedColormap
-from matplotlib.patches import Patch
 
-from sssn_verify import ModelParams, SSSNError, derive, get_activation, registry_names
-from sssn_verify.cli.phase_diagram import phase_grid
+from sssn_verify import ModelParams, SSSNError, get_activation, registry_names
 from sssn_verify.engine import simulate_sde
+from sssn_verify.phase_diagram import phase_diagram_figure
 from sssn_verify.regime import regime
 
 SMALL = os.environ.get("SSSN_NOTEBOOK_SMALL") == "1"
@@ -85,47 +81,15 @@ def show_regime(params):
     return reg
 
 
-@lru_cache(maxsize=32)
-def _grid(activation_name, sigma_w, sigma_a, beta):
-    base = dict(d=3, sigma_w=sigma_w, sigma_b=0.0, sigma_a=sigma_a, beta=beta)
-    return phase_grid(get_activation(activation_name), "d", "sigma_b", D_AXIS, SIGMA_B_AXIS, base)
-
-
-@lru_cache(maxsize=1)
-def relu_threshold():
-    """t*(d) with ReLU dissipating at the edge iff d > 3 and sigma_b / sigma_w > t*(d) (derived)."""
-    der = derive("coercivity")
-    expr = sp.sympify(der.extras["relu_threshold"])
-    return sp.lambdify(list(expr.free_symbols), expr, "numpy")
-
-
-REGION_COLORS = ["#f4cccc", "#cfe2f3", "#fff2cc", "#b6d7a8"]
-REGION_LABELS = ["lambda_1 >= 0, lambda_bar >= 0", "lambda_1 < 0 only", "lambda_bar < 0 only",
-                 "lambda_1 < 0 and lambda_bar < 0"]
-
-
 def phase_figure(params, reg):
     """Sign regions of (lambda_1, lambda_bar(beta)) over (d, sigma_b), current point marked."""
-    lam1, lbar = _grid(params.activation.name, params.sigma_w, params.sigma_a, params.beta)
-    code = (lam1 < 0).astype(int) + 2 * (lbar < 0).astype(int)
-    fig, ax = plt.subplots(figsize=(9, 4.5))
-    ax.pcolormesh(D_AXIS, SIGMA_B_AXIS, code, cmap=ListedColormap(REGION_COLORS), vmin=-0.5, vmax=3.5,
-                  shading="nearest")
-    handles = [Patch(color=c, label=lab) for c, lab in zip(REGION_COLORS, REGION_LABELS)]
-    if params.activation.name == "relu":
-        dd = np.linspace(3.05, D_AXIS.max(), 300)
-        (line,) = ax.plot(dd, params.sigma_w * relu_threshold()(dd), "k--", lw=1.5,
-                          label="derived: sigma_b = sigma_w sqrt(2/(d-3))")
-        handles.append(line)
-        ax.set_ylim(SIGMA_B_AXIS.min(), SIGMA_B_AXIS.max())
-    (pt,) = ax.plot([params.d], [params.sigma_b], marker="*", ms=16, color="k", mec="w", ls="none",
-                    label=f"current point (lambda_bar + C_att = {reg.lambda_bar + reg.c_att:.3g})")
-    handles.append(pt)
-    ax.set_xlabel("dimension d")
-    ax.set_ylabel("sigma_b")
-    ax.set_title(f"{params.activation.name}: signs of lambda_1 and lambda_bar(beta={params.beta:g}), "
-                 f"sigma_w={params.sigma_w:g}, sigma_a={params.sigma_a:g}", fontsize=9)
-    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    base = dict(d=params.d, beta=params.beta, sigma_w=params.sigma_w, sigma_b=params.sigma_b,
+                sigma_a=params.sigma_a)
+    point = dict(d=params.d, sigma_b=params.sigma_b,
+                 label=f"current point (lambda_bar + C_att = {reg.lambda_bar + reg.c_att:.3g})")
+    fig, ax = plt.subplots(figsize=(11, 4.5))
+    phase_diagram_figure(params.activation, "d", "sigma_b", D_AXIS, SIGMA_B_AXIS, base, point=point, ax=ax)
+    ax.get_legend().set_bbox_to_anchor((1.01, 1.0))  # beside the axes: the point stays visible
     fig.tight_layout()
     return fig
 

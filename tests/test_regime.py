@@ -153,7 +153,7 @@ def test_phase_diagram_writes_png(capsys, tmp_path):
                            "--x-range", "2", "7", "--y-range", "0", "2", "--resolution", "4",
                            "--out", str(out_file))
     assert code == 0 and out_file.stat().st_size > 1000
-    from sssn_verify.cli.phase_diagram import phase_grid
+    from sssn_verify.phase_diagram import phase_grid
     lam1, lbar = phase_grid("relu", "d", "sigma_b", np.arange(2, 8), np.array([0.0, 2.0]),
                             dict(d=8, beta=0.0, sigma_w=1.0, sigma_b=0.0, sigma_a=1.0))
     assert np.all(lam1 < 0)                                   # ReLU: lambda_1 < 0 always
