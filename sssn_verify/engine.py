@@ -328,12 +328,15 @@ def _kernel_table(params: ModelParams):
     return kf, np.ascontiguousarray(kf.table)
 
 
-def simulate_gaussian(params: ModelParams, depth: int, n_paths: int = 1, seed: int = 0, init=None,
-                      betas: Sequence[float] = (), store_every: int = 0, progress: bool | None = None,
-                      rtol: float = DEFAULT_RTOL) -> SimulationResult:
-    """The Gaussian transformer (m = infinity): x' = Pi(y + sqrt(delta) G(y)), G jointly
-    Gaussian at the N tokens with covariance K(<y_i, y_j>) I_d, fresh every layer."""
+def _simulate_field(model: str, params: ModelParams, depth: int, n_paths: int, seed: int, init,
+                    betas, store_every: int, progress, rtol: float) -> SimulationResult:
+    """Shared driver of the two models whose noise is the Gaussian field at the tokens."""
+    from .numeric.sde import sde_paths
     from .numeric.transformer import gaussian_paths
+    kernel_paths, what, unit, mode = {
+        "gaussian": (gaussian_paths, "Gaussian transformer", "layer", "exact field"),
+        "sde": (sde_paths, "SDE (projected Euler)", "step", "projected Euler"),
+    }[model]
     params = _check_params(params)
     L = check_int("depth", depth, 1)
     P = check_int("n_paths", n_paths, 1)
@@ -346,19 +349,28 @@ def simulate_gaussian(params: ModelParams, depth: int, n_paths: int = 1, seed: i
     N, d = params.n_tokens, params.d
     energy, energies, traj, final, status = _outputs(P, L, N, d, bs.size, store_every)
     attn, Qt, Kt, Vt = _attention_args(params)
-    delta = params.horizon / L
+    step = params.horizon / L
 
     def call(a, b):
         sl = slice(a, b)
         tr = traj[sl] if store_every > 0 else traj
-        gaussian_paths(table, kf.k0, X0[sl], seeds[sl], L, delta, params.beta, attn, Qt, Kt, Vt, rtol,
-                       energy[sl], bs, energies[sl], store_every, tr, final[sl], status[sl])
+        kernel_paths(table, kf.k0, X0[sl], seeds[sl], L, step, params.beta, attn, Qt, Kt, Vt, rtol,
+                     energy[sl], bs, energies[sl], store_every, tr, final[sl], status[sl])
 
-    _run_chunked(call, P, float(P) * L * N ** 3, progress, "gaussian")
-    _raise_on_status(status, "Gaussian transformer", "layer", params, depth=L)
-    return SimulationResult("gaussian", params, L, None, P, seed, X0, final, energy,
-                            np.arange(L + 1) * delta, bs, energies,
-                            traj if store_every > 0 else None, "exact field")
+    _run_chunked(call, P, float(P) * L * N ** 3, progress, model)
+    _raise_on_status(status, what, unit, params, depth=L)
+    return SimulationResult(model, params, L, None, P, seed, X0, final, energy,
+                            np.arange(L + 1) * step, bs, energies,
+                            traj if store_every > 0 else None, mode)
+
+
+def simulate_gaussian(params: ModelParams, depth: int, n_paths: int = 1, seed: int = 0, init=None,
+                      betas: Sequence[float] = (), store_every: int = 0, progress: bool | None = None,
+                      rtol: float = DEFAULT_RTOL) -> SimulationResult:
+    """The Gaussian transformer (m = infinity): x' = Pi(y + sqrt(delta) G(y)), G jointly
+    Gaussian at the N tokens with covariance K(<y_i, y_j>) I_d, fresh every layer."""
+    return _simulate_field("gaussian", params, depth, n_paths, seed, init, betas, store_every,
+                           progress, rtol)
 
 
 def simulate_sde(params: ModelParams, depth: int, n_paths: int = 1, seed: int = 0, init=None,
@@ -366,32 +378,8 @@ def simulate_sde(params: ModelParams, depth: int, n_paths: int = 1, seed: int = 
                  rtol: float = DEFAULT_RTOL) -> SimulationResult:
     """The limiting SDE by projected Euler with `depth` steps of size T / depth:
     X' = Pi(X + h (P_X A(X) - ((d-1) k0 / 2) X) + P_X dW(X))."""
-    from .numeric.sde import sde_paths
-    params = _check_params(params)
-    L = check_int("depth", depth, 1)
-    P = check_int("n_paths", n_paths, 1)
-    seed = check_int("seed", seed, 0)
-    store_every = check_int("store_every", store_every, 0)
-    bs = _betas(betas)
-    kf, table = _kernel_table(params)
-    X0 = initial_tokens(params, P, seed, init)
-    seeds = _rng.path_seeds(seed, P, DYNAMICS_STREAM)
-    N, d = params.n_tokens, params.d
-    energy, energies, traj, final, status = _outputs(P, L, N, d, bs.size, store_every)
-    attn, Qt, Kt, Vt = _attention_args(params)
-    dt = params.horizon / L
-
-    def call(a, b):
-        sl = slice(a, b)
-        tr = traj[sl] if store_every > 0 else traj
-        sde_paths(table, kf.k0, X0[sl], seeds[sl], L, dt, params.beta, attn, Qt, Kt, Vt, rtol,
-                  energy[sl], bs, energies[sl], store_every, tr, final[sl], status[sl])
-
-    _run_chunked(call, P, float(P) * L * N ** 3, progress, "sde")
-    _raise_on_status(status, "SDE (projected Euler)", "step", params, depth=L)
-    return SimulationResult("sde", params, L, None, P, seed, X0, final, energy,
-                            np.arange(L + 1) * dt, bs, energies,
-                            traj if store_every > 0 else None, "projected Euler")
+    return _simulate_field("sde", params, depth, n_paths, seed, init, betas, store_every,
+                           progress, rtol)
 
 
 LADDER_KINDS = {"sde": 0, "gaussian": 1}
