@@ -60,3 +60,9 @@ def finite(x) -> bool:
 
 def as_float(x) -> float:
     return float(np.asarray(x, dtype=float))
+
+
+def estimates_figure(labels, estimate, stderr, expected, ylabel: str) -> dict:
+    """The report's "estimates" figure spec: estimates with error bars against the formula."""
+    return {"kind": "estimates", "labels": list(labels), "estimate": list(estimate),
+            "stderr": list(stderr), "expected": list(expected), "ylabel": ylabel}

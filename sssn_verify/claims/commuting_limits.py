@@ -19,7 +19,7 @@ import numpy as np
 from ..engine import simulate_gaussian, simulate_sde, simulate_transformer
 from ..params import ModelParams
 from ..stats import agreement_test, mean_ci
-from ._util import combine
+from ._util import combine, estimates_figure
 from .base import Claim
 
 PARAMS = dict(d=3, n_tokens=4, horizon=1.0, beta=1.0, activation="relu", sigma_w=1.0, sigma_b=0.0,
@@ -57,8 +57,7 @@ def check(limit, budget: dict, seed: int, level: float):
         exp.append(float(ref.mean()))
     return [combine("E[E_0(mu_T)] at large L for m = 2, 16, inf vs the SDE limit", parts, level,
                     method=f"paired z-tests, Bonferroni over {len(parts)}",
-                    details={"figure": {"kind": "estimates", "labels": labels, "estimate": est, "stderr": se,
-                                        "expected": exp, "ylabel": "E[E_0(mu_T)]"}})]
+                    details={"figure": estimates_figure(labels, est, se, exp, "E[E_0(mu_T)]")})]
 
 
 CLAIM = Claim(

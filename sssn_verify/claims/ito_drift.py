@@ -28,7 +28,7 @@ from ..numeric.rng import generator, uniform_sphere
 from ..params import ModelParams, check_int, check_real
 from ..stats import agreement_test, mean_ci
 from ..symbolic.ito import SX, X, d as d_sym, general_drift, isotropic_drift_coefficient, k0 as k0_sym, trS, xSx
-from ._util import combine
+from ._util import combine, estimates_figure
 from .base import Claim
 
 # (activation, d, sigma_w, sigma_b, sigma_a) for the isotropic check; quick mode uses the ReLU
@@ -135,9 +135,7 @@ def check(formula: ItoFormula, budget: dict, seed: int, level: float):
     checks.append(combine(f"isotropic coefficient gamma(d, k0), width-{budget['width']} transformer layer",
                           parts, level, method=f"engine one-step moments, Richardson, z-tests "
                                                f"(Bonferroni over {len(parts)})",
-                          details={"figure": {"kind": "estimates", "labels": labels, "estimate": est,
-                                              "stderr": se, "expected": exp,
-                                              "ylabel": "gamma in c(x) = gamma x"}}))
+                          details={"figure": estimates_figure(labels, est, se, exp, "gamma in c(x) = gamma x")}))
     checks.append(_general_sigma_check(formula, int(budget["general_d"]), int(budget["general_samples"]),
                                        budget["delta"], seed, level, budget["abs_tol"]))
     return checks

@@ -21,7 +21,7 @@ from ..params import ModelParams
 from ..stats import agreement_test
 from ..symbolic.lyapunov import lambda1_tangent
 from ..symbolic.two_point import d as d_sym, k0 as k0_sym, k1 as k1_sym
-from ._util import combine
+from ._util import combine, estimates_figure
 from .base import Claim
 
 # (model, activation, d, sigma_w, sigma_b, sigma_a); quick mode runs the first `n_configs`
@@ -71,8 +71,7 @@ def check(formula, budget: dict, seed: int, level: float):
         exp.append(lam)
     return [combine("lambda_1: tangent-flow rate vs ((d-3) k1 - (d-1) k0)/2", parts, level,
                     method=f"z-tests, Bonferroni over {len(parts)} configurations",
-                    details={"figure": {"kind": "estimates", "labels": labels, "estimate": est,
-                                        "stderr": se, "expected": exp, "ylabel": "lambda_1"}})]
+                    details={"figure": estimates_figure(labels, est, se, exp, "lambda_1")})]
 
 
 CLAIM = Claim(

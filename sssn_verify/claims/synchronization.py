@@ -20,7 +20,7 @@ from ..params import ModelParams
 from ..stats import agreement_test, mean_ci
 from .base import Claim
 from .lyapunov import derived_formula
-from ._util import combine
+from ._util import combine, estimates_figure
 
 CONFIGS = (  # (model, activation, d, sigma_w, sigma_b, sigma_a)
     ("transformer", "relu", 3, 1.0, 0.0, 1.0),
@@ -75,8 +75,7 @@ def check(formula, budget: dict, seed: int, level: float):
         exp.append(lam)
     return [combine("two nearby tokens: separation rate vs lambda_1, and its sign", parts, level,
                     method=f"z-tests, Bonferroni over {len(parts)}",
-                    details={"figure": {"kind": "estimates", "labels": labels, "estimate": est, "stderr": se,
-                                        "expected": exp, "ylabel": "log-separation rate"}})]
+                    details={"figure": estimates_figure(labels, est, se, exp, "log-separation rate")})]
 
 
 CLAIM = Claim(

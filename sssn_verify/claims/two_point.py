@@ -23,7 +23,7 @@ from ..numeric.kernels import kernel as numeric_kernel
 from ..numeric.rng import generator
 from ..stats import agreement_test
 from ..symbolic.two_point import Krho, d as d_sym, k0 as k0_sym, rho as rho_sym, two_point_coefficients
-from ._util import combine
+from ._util import combine, estimates_figure
 from .base import Claim
 
 CONFIGS = (  # (activation, d, sigma_w, sigma_b, sigma_a)
@@ -100,8 +100,7 @@ def check(formula: TwoPointFormula, budget: dict, seed: int, level: float):
             exp += [b_exp, a_exp]
         checks.append(combine(f"{act} d={d} sw={sw} sb={sb}: drift and diffusion of rho", parts, level,
                               method=f"one-step moments, Richardson, z-tests (Bonferroni over {len(parts)})"))
-    checks[0].details["figure"] = {"kind": "estimates", "labels": labels, "estimate": est, "stderr": se,
-                                   "expected": exp, "ylabel": "two-point coefficient"}
+    checks[0].details["figure"] = estimates_figure(labels, est, se, exp, "two-point coefficient")
     return checks
 
 
