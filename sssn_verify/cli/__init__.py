@@ -22,6 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="sssn-verify",
         description="Derive (sympy) and confirm (numba Monte Carlo) the formulas of "
                     "'stochastic scaling limits and synchronization by noise' for deep transformers.")
+    from .. import __version__
+    parser.add_argument("--version", action="version", version=f"sssn-verify {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name in _NOT_COMMANDS or info.name.startswith("_"):
@@ -33,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = ["sssn-verify", *(sys.argv[1:] if argv is None else argv)]   # for report provenance
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
