@@ -1,24 +1,63 @@
-"""What users see of a suite run: a plain-text table, report.json, report.md and figures.
+"""What users see of a suite run: a plain-text table, report.json, report.md, report.html, figures.
 
-Figures are drawn from the ``details["figure"]`` entry a check may carry:
+``write_report(suite, DIR)`` writes
 
-* ``{"kind": "loglog", "x", "y", "stderr", "slope", "intercept", "bound_slope", "xlabel", "ylabel"}``
-  (convergence ladders with the fitted slope and the bound's slope);
+* ``report.json``: the suite (every claim, every check) with ``schema_version``, a
+  ``provenance`` block (package version, git commit, library versions, numba threads,
+  command line, date, environment) and, per claim, its statistic, tolerance policy, budget
+  and checker configuration.  The format is documented by the JSON schema
+  ``docs/report.schema.json`` (a test validates written reports against it);
+* ``report.md`` and ``report.html`` (one self-contained file: CSS inline, figures embedded
+  as base64 PNG) with the same content;
+* every figure as PNG and PDF, and ``summary.png``/``summary.pdf``: one page with every
+  check's standardized deviation from the derived value and its interval.
+
+Every file is written atomically (a temporary file in DIR, then ``os.replace``).
+
+Per-claim figures are drawn from the ``details["figure"]`` entry a check may carry
+(labels are matplotlib mathtext):
+
+* ``{"kind": "loglog", "x", "y", "stderr", "slope", "intercept", "bound", "bound_label", "xlabel", "ylabel"}``
+  (convergence ladders with the fitted slope and the bound's shape);
 * ``{"kind": "decay", "t", "mean", "stderr", "bound", "ylabel"}`` (energy against its bound);
 * ``{"kind": "estimates", "labels", "estimate", "stderr", "expected", "ylabel"}``
-  (e.g. lambda_1 Monte Carlo estimates against the formula).
+  (Monte Carlo estimates against the formula).
 """
 from __future__ import annotations
 
+import base64
+import datetime as _dt
+import html as _html
+import inspect
+import io
 import json
 import math
 import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-from .stats import CheckResult
+from .errors import ParameterError
+from .stats import CheckResult, _jsonable
+
+SCHEMA_VERSION = "1.0.0"
+
+# distributions whose versions go into the provenance block (None when not installed)
+LIBRARIES = ("numpy", "scipy", "sympy", "mpmath", "numba", "matplotlib", "POT", "tqdm", "hypothesis",
+             "jsonschema", "dask", "distributed")
+# environment variables that change what a run does or where it caches
+ENVIRONMENT = ("SSSN_VERIFY_CACHE", "XDG_CACHE_HOME", "NUMBA_NUM_THREADS", "NUMBA_CACHE_DIR",
+               "HYPOTHESIS_PROFILE", "MPLBACKEND", "CI")
+
+DERIVED_LABEL = {"sympy": "Derived (sympy)", "stated": "Stated bound (hand-written, not a sympy result)"}
 
 
+# ---------------------------------------------------------------- formatting helpers
 def _fmt(x: float | None, digits: int = 4) -> str:
     if x is None:
         return "-"
@@ -49,12 +88,17 @@ def estimate_text(c: CheckResult) -> str:
     return _fmt(c.estimate)
 
 
+def _kind(r) -> str:
+    return getattr(r, "derived_kind", "sympy") or "sympy"
+
+
 def table(suite) -> str:
     """Plain-text table: claim, derived result, estimate [CI], expected, verdict, time."""
     rows = [("claim", "derived result", "estimate [CI]", "expected", "verdict", "time")]
     for r in suite.results:
         h = r.headline
-        rows.append((r.name, _short(r.derived, 42), estimate_text(h), _fmt(h.expected),
+        derived = r.derived if _kind(r) == "sympy" else f"(stated) {r.derived}"
+        rows.append((r.name, _short(derived, 42), estimate_text(h), _fmt(h.expected),
                      "PASS" if r.passed else "FAIL", f"{r.seconds:.1f}s"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
@@ -72,111 +116,495 @@ def table(suite) -> str:
     return "\n".join(lines)
 
 
-def write_report(suite, directory: str | os.PathLike, *, figures: bool = True) -> dict[str, str]:
-    """Write report.json, report.md and the figures into `directory`; returns the paths."""
+# ---------------------------------------------------------------- atomic output
+def _atomic_write(path: Path, data: bytes | str) -> None:
+    """Write `data` to `path` atomically: a temporary file in the same folder, then os.replace.
+
+    A minimal local helper until the shared atomic-output module lands.
+    """
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+        os.chmod(tmp, 0o666 & ~_umask())     # mkstemp creates 0600; give the usual permissions
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _prepare_dir(directory) -> Path:
+    """The output folder, created if needed; ParameterError if it cannot hold the report."""
+    text = str(directory)
+    if not text.strip():
+        raise ParameterError("report", directory, "must be a folder path")
     out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise ParameterError("report", text, "exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ParameterError("report", text, f"cannot create the folder ({exc.strerror})") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise ParameterError("report", text, "the folder is not writable")
+    return out
+
+
+# ---------------------------------------------------------------- provenance
+def git_commit(path: str | os.PathLike | None = None) -> dict[str, Any]:
+    """{"commit", "dirty"} of the git work tree holding `path` (the package), None when unknown."""
+    where = Path(path) if path is not None else Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True,
+                                text=True, timeout=10)
+        if commit.returncode != 0:
+            return {"commit": None, "dirty": None}
+        status = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=10)
+        dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
+        return {"commit": commit.stdout.strip(), "dirty": dirty}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+
+
+def _library_versions() -> dict[str, str | None]:
+    from importlib import metadata
+    out: dict[str, str | None] = {}
+    for name in LIBRARIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _numba_threads() -> dict[str, int | None]:
+    try:
+        import numba
+        return {"configured": int(numba.config.NUMBA_NUM_THREADS), "in_use": int(numba.get_num_threads())}
+    except Exception:  # noqa: BLE001 - provenance must not fail the report
+        return {"configured": None, "in_use": None}
+
+
+def provenance(command: Sequence[str] | None = None) -> dict[str, Any]:
+    """Who produced a report, with what, when: package version, git commit, libraries, threads,
+    command line, date (UTC), platform and the environment variables that matter."""
+    from . import __version__
+    cmd = list(sys.argv if command is None else command)
+    return {
+        "package": "sssn_verify",
+        "version": __version__,
+        "git": git_commit(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "libraries": _library_versions(),
+        "numba_threads": _numba_threads(),
+        "command_line": " ".join(shlex.quote(str(a)) for a in cmd),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "environment": {k: os.environ.get(k) for k in ENVIRONMENT},
+    }
+
+
+def claim_configuration(name: str) -> dict[str, Any]:
+    """The checker's fixed configuration: the upper-case constants of the claim's module
+    (parameter grids such as CONFIGS, RHOS, PARAMS), as JSON-ready data."""
+    try:
+        from .claims import CLAIMS
+        claim = CLAIMS[name]
+    except (ImportError, KeyError):
+        return {}
+    module = sys.modules.get(getattr(claim.checker, "__module__", ""), None) or inspect.getmodule(claim.checker)
+    out = {}
+    for key, value in vars(module).items() if module else ():
+        if key.isupper() and not key.startswith("_") and isinstance(value, (int, float, str, tuple, list, dict)):
+            out[key] = _jsonable(value)
+    return out
+
+
+# ---------------------------------------------------------------- the JSON document
+def report_data(suite, figures: dict[str, list[dict[str, str]]] | None = None,
+                summary: dict[str, str] | None = None, command: Sequence[str] | None = None) -> dict[str, Any]:
+    """The report.json document (see docs/report.schema.json)."""
     data = suite.to_dict()
-    paths = {"json": str(out / "report.json"), "md": str(out / "report.md")}
-    figs: dict[str, list[str]] = {}
+    out = {"schema_version": SCHEMA_VERSION, "provenance": provenance(command)}
+    out.update(data)
+    for c in out["claims"]:
+        c.setdefault("derived_kind", "sympy")
+        c.setdefault("statistic", "")
+        c.setdefault("tolerance", "")
+        c["configuration"] = claim_configuration(c["name"])
+    out["figures"] = figures or {}
+    out["summary_figure"] = summary
+    return _jsonable(out)
+
+
+def write_report(suite, directory: str | os.PathLike, *, figures: bool = True,
+                 command: Sequence[str] | None = None) -> dict[str, Any]:
+    """Write report.json, report.md, report.html and the figures (PNG and PDF) into `directory`.
+
+    Returns the paths written (``figures``: the PNGs, ``figures_pdf``: the same as PDF).  `command` is the command line recorded in the provenance
+    block (default ``sys.argv``).
+    """
+    out = _prepare_dir(directory)
+    figs: dict[str, list[dict[str, str]]] = {}
+    summary = None
+    images: dict[str, bytes] = {}
     if figures:
-        figs = _figures(suite, out)
-        paths["figures"] = sorted(f for v in figs.values() for f in v)
-    data["figures"] = {k: [os.path.basename(f) for f in v] for k, v in figs.items()}
-    with open(paths["json"], "w") as fh:
-        json.dump(data, fh, indent=2, allow_nan=False, default=str)
-    with open(paths["md"], "w") as fh:
-        fh.write(markdown(suite, figs))
+        figs, summary, images = _figures(suite, out)
+    data = report_data(suite, figs, summary, command)
+    paths: dict[str, Any] = {"json": str(out / "report.json"), "md": str(out / "report.md"),
+                             "html": str(out / "report.html")}
+    _atomic_write(out / "report.json", json.dumps(data, indent=2, allow_nan=False) + "\n")
+    _atomic_write(out / "report.md", markdown(suite, figs, data=data))
+    _atomic_write(out / "report.html", html_report(suite, figs, images, data=data))
+    if figures:
+        paths["figures"] = sorted(str(out / f["png"]) for v in figs.values() for f in v)
+        paths["figures_pdf"] = sorted(str(out / f["pdf"]) for v in figs.values() for f in v)
+        if summary:
+            paths["summary"] = [str(out / summary["png"]), str(out / summary["pdf"])]
     return paths
 
 
-def markdown(suite, figs: dict[str, list[str]] | None = None) -> str:
+# ---------------------------------------------------------------- markdown
+def _derived_md(r) -> str:
+    if not r.derived:
+        return "**Derived.** (no sympy result)"
+    return f"**{DERIVED_LABEL[_kind(r)]}.** `{r.derived}`"
+
+
+def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = None) -> str:
     figs = figs or {}
+    data = data or report_data(suite, figs)
+    prov = data["provenance"]
+    git = prov["git"]
+    commit = git["commit"] or "unknown (not a git work tree)"
+    if git.get("dirty"):
+        commit += " (with uncommitted changes)"
     lines = [f"# sssn_verify report ({suite.mode} mode, seed {suite.seed})", "",
              f"**Verdict: {'all claims passed' if suite.passed else 'SOME CLAIMS FAILED'}** "
              f"in {suite.seconds:.1f} s.", "", suite.familywise_text + ".", "",
-             "| claim | derived result | estimate [CI] | expected | verdict | time |",
-             "| --- | --- | --- | --- | --- | --- |"]
+             "## Provenance", "",
+             f"sssn_verify {prov['version']}, git commit {commit}; Python {prov['python']} on "
+             f"{prov['platform']}; numba threads {prov['numba_threads']['in_use']} "
+             f"(configured {prov['numba_threads']['configured']}); {prov['date']}.", "",
+             f"Command line: `{prov['command_line']}`", "",
+             "Libraries: " + ", ".join(f"{k} {v}" for k, v in prov["libraries"].items() if v) + ".", "",
+             f"Report format: schema version {data['schema_version']} (`docs/report.schema.json`).", ""]
+    if data.get("summary_figure"):
+        lines += ["## Summary", "", f"![every check, standardized]({data['summary_figure']['png']})", ""]
+    lines += ["## Claims", "",
+              "| claim | result | estimate [CI] | expected | verdict | time |",
+              "| --- | --- | --- | --- | --- | --- |"]
     for r in suite.results:
         h = r.headline
-        lines.append(f"| {r.name} | `{_cell(_short(r.derived, 60))}` | {estimate_text(h)} | "
+        lab = "" if _kind(r) == "sympy" else "(stated) "
+        lines.append(f"| {r.name} | {lab}`{_cell(_short(r.derived, 60))}` | {estimate_text(h)} | "
                      f"{_fmt(h.expected)} | {'PASS' if r.passed else 'FAIL'} | {r.seconds:.1f}s |")
     for name, why in getattr(suite, "unavailable", {}).items():
         lines.append(f"\nNot run: `{name}` ({why}).")
+    by_name = {c["name"]: c for c in data["claims"]}
     for r in suite.results:
+        c = by_name.get(r.name, {})
         lines += ["", f"## {r.name}: {r.title}", "", f"**Statement.** {r.statement}", "",
-                  f"**Derived (sympy).** `{r.derived}`" if r.derived else "**Derived.** (no sympy result)",
-                  "", f"Confidence level of each check {r.level}; budget {json.dumps(r.budget, default=str)}.",
-                  "", "| check | estimate [CI] | expected | tol | p-value | n | seed | method | verdict |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-        for c in r.checks:
-            p = "-" if c.pvalue is None else _fmt(c.pvalue, 3)
-            lines.append(f"| {_cell(c.name)} | {estimate_text(c)} | {_fmt(c.expected)} | {_fmt(c.tolerance, 3)} | "
-                         f"{p} | {c.n} | {c.seed if c.seed is not None else '-'} | {c.method} | "
-                         f"{'PASS' if c.passed else 'FAIL'} |")
+                  _derived_md(r), "",
+                  f"**Statistic.** {c.get('statistic') or '-'}", "",
+                  f"**Tolerance policy.** {c.get('tolerance') or '-'}", "",
+                  f"Confidence level of each check {r.level}; budget `{json.dumps(r.budget, default=str)}`.", ""]
+        if c.get("configuration"):
+            lines += [f"Checker configuration: `{json.dumps(c['configuration'])}`.", ""]
+        lines += ["| check | estimate [CI] | expected | tol | p-value | Holm p | n | seed | method | verdict |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for chk in r.checks:
+            p = "-" if chk.pvalue is None else _fmt(chk.pvalue, 3)
+            hp = chk.details.get("holm_adjusted_p")
+            lines.append(f"| {_cell(chk.name)} | {estimate_text(chk)} | {_fmt(chk.expected)} | "
+                         f"{_fmt(chk.tolerance, 3)} | {p} | {'-' if hp is None else _fmt(hp, 3)} | {chk.n} | "
+                         f"{chk.seed if chk.seed is not None else '-'} | {_cell(chk.method)} | "
+                         f"{'PASS' if chk.passed else 'FAIL'} |")
         for f in figs.get(r.name, []):
-            lines += ["", f"![{r.name}]({os.path.basename(f)})"]
+            lines += ["", f"![{r.name}: {f['title']}]({f['png']}) ([PDF]({f['pdf']}))"]
     return "\n".join(lines) + "\n"
 
 
-def _figures(suite, out: Path) -> dict[str, list[str]]:
-    made: dict[str, list[str]] = {}
-    specs = [(r.name, i, c) for r in suite.results for i, c in enumerate(r.checks)
-             if isinstance(c.details.get("figure"), dict)]
-    if not specs:
-        return made
+# ---------------------------------------------------------------- HTML (one self-contained file)
+_CSS = """body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:72rem;
+margin:2rem auto;padding:0 1rem;color:#222;line-height:1.45}
+table{border-collapse:collapse;margin:0.8rem 0;font-size:0.88rem}
+th,td{border:1px solid #ccc;padding:0.25rem 0.5rem;text-align:left;vertical-align:top}
+th{background:#f3f3f3}code{font-size:0.9em;background:#f6f6f6;padding:0 0.2em;word-break:break-word}
+.pass{color:#0a6b2d;font-weight:600}.fail{color:#b00020;font-weight:600}
+figure{margin:1rem 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{font-size:0.85rem;color:#555}
+dl{display:grid;grid-template-columns:max-content auto;gap:0.2rem 1rem}dt{font-weight:600}dd{margin:0}"""
+
+
+def _e(x) -> str:
+    return _html.escape(str(x), quote=True)
+
+
+def _verdict_html(ok: bool) -> str:
+    return '<span class="pass">PASS</span>' if ok else '<span class="fail">FAIL</span>'
+
+
+def _img(png: bytes | None, alt: str) -> str:
+    if not png:
+        return ""
+    return f'<img alt="{_e(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
+
+
+def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, bytes] | None = None, *,
+                data: dict | None = None) -> str:
+    """The report as one HTML file (inline CSS, figures embedded as base64 PNG)."""
+    figs, images = figs or {}, images or {}
+    data = data or report_data(suite, figs)
+    prov = data["provenance"]
+    h: list[str] = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+                    f"<title>sssn_verify report ({_e(suite.mode)} mode, seed {_e(suite.seed)})</title>",
+                    f"<style>{_CSS}</style></head><body>",
+                    f"<h1>sssn_verify report ({_e(suite.mode)} mode, seed {_e(suite.seed)})</h1>",
+                    f"<p><strong>Verdict: {'all claims passed' if suite.passed else 'SOME CLAIMS FAILED'}"
+                    f"</strong> in {suite.seconds:.1f} s. {_e(suite.familywise_text)}.</p>",
+                    "<h2>Provenance</h2><dl>"]
+    git = prov["git"]
+    rows = [("package", f"sssn_verify {prov['version']}"),
+            ("git commit", (git["commit"] or "unknown (not a git work tree)")
+             + (" (with uncommitted changes)" if git.get("dirty") else "")),
+            ("date (UTC)", prov["date"]), ("command line", prov["command_line"]),
+            ("Python", f"{prov['python']} on {prov['platform']}"),
+            ("numba threads", f"{prov['numba_threads']['in_use']} (configured "
+                              f"{prov['numba_threads']['configured']})"),
+            ("libraries", ", ".join(f"{k} {v}" for k, v in prov["libraries"].items() if v)),
+            ("environment", ", ".join(f"{k}={v}" for k, v in prov["environment"].items() if v is not None)
+             or "(none set)"),
+            ("report format", f"schema version {data['schema_version']} (docs/report.schema.json)")]
+    h += [f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows] + ["</dl>"]
+    if data.get("summary_figure"):
+        s = data["summary_figure"]
+        h += ["<h2>Summary</h2><figure>", _img(images.get(s["png"]), "summary of every check"),
+              f"<figcaption>{_e(s['title'])} (also as {_e(s['pdf'])})</figcaption></figure>"]
+    h += ["<h2>Claims</h2><table><tr><th>claim</th><th>result</th><th>estimate [CI]</th>"
+          "<th>expected</th><th>verdict</th><th>time</th></tr>"]
+    for r in suite.results:
+        hd = r.headline
+        lab = "" if _kind(r) == "sympy" else "(stated) "
+        h.append(f'<tr><td><a href="#{_e(r.name)}">{_e(r.name)}</a></td><td>{_e(lab)}<code>'
+                 f"{_e(_short(r.derived, 80))}</code></td><td>{_e(estimate_text(hd))}</td>"
+                 f"<td>{_e(_fmt(hd.expected))}</td><td>{_verdict_html(r.passed)}</td><td>{r.seconds:.1f} s</td></tr>")
+    h.append("</table>")
+    for name, why in getattr(suite, "unavailable", {}).items():
+        h.append(f"<p>Not run: <code>{_e(name)}</code> ({_e(why)}).</p>")
+    by_name = {c["name"]: c for c in data["claims"]}
+    for r in suite.results:
+        c = by_name.get(r.name, {})
+        h += [f'<h2 id="{_e(r.name)}">{_e(r.name)}: {_e(r.title)}</h2>',
+              f"<p><strong>Statement.</strong> {_e(r.statement)}</p>",
+              (f"<p><strong>{_e(DERIVED_LABEL[_kind(r)])}.</strong> <code>{_e(r.derived)}</code></p>"
+               if r.derived else "<p><strong>Derived.</strong> (no sympy result)</p>"),
+              f"<p><strong>Statistic.</strong> {_e(c.get('statistic') or '-')}</p>",
+              f"<p><strong>Tolerance policy.</strong> {_e(c.get('tolerance') or '-')}</p>",
+              f"<p>Confidence level of each check {_e(r.level)}; budget "
+              f"<code>{_e(json.dumps(r.budget, default=str))}</code>.</p>"]
+        if c.get("configuration"):
+            h.append(f"<p>Checker configuration: <code>{_e(json.dumps(c['configuration']))}</code>.</p>")
+        h.append("<table><tr><th>check</th><th>estimate [CI]</th><th>expected</th><th>tol</th><th>p-value</th>"
+                 "<th>Holm p</th><th>n</th><th>seed</th><th>method</th><th>verdict</th></tr>")
+        for chk in r.checks:
+            hp = chk.details.get("holm_adjusted_p")
+            h.append(f"<tr><td>{_e(chk.name)}</td><td>{_e(estimate_text(chk))}</td><td>{_e(_fmt(chk.expected))}</td>"
+                     f"<td>{_e(_fmt(chk.tolerance, 3))}</td>"
+                     f"<td>{'-' if chk.pvalue is None else _e(_fmt(chk.pvalue, 3))}</td>"
+                     f"<td>{'-' if hp is None else _e(_fmt(hp, 3))}</td><td>{chk.n}</td>"
+                     f"<td>{'-' if chk.seed is None else chk.seed}</td><td>{_e(chk.method)}</td>"
+                     f"<td>{_verdict_html(chk.passed)}</td></tr>")
+        h.append("</table>")
+        for f in figs.get(r.name, []):
+            h += ["<figure>", _img(images.get(f["png"]), f"{r.name}: {f['title']}"),
+                  f"<figcaption>{_e(f['title'])} (also as {_e(f['pdf'])})</figcaption></figure>"]
+    h.append("</body></html>")
+    return "\n".join(h) + "\n"
+
+
+# ---------------------------------------------------------------- figures
+def _text(s: str) -> str:
+    """Plain text for a matplotlib title/label (a lone $ would start mathtext)."""
+    return str(s).replace("$", r"\$")
+
+
+def _save(fig, out: Path, stem: str, images: dict[str, bytes]) -> dict[str, str]:
+    names = {"png": f"{stem}.png", "pdf": f"{stem}.pdf"}
+    for fmt, name in names.items():
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, dpi=130 if fmt == "png" else None,
+                    metadata={"CreationDate": None} if fmt == "pdf" else None)
+        raw = buf.getvalue()
+        _atomic_write(out / name, raw)
+        if fmt == "png":
+            images[name] = raw
+    return names
+
+
+def _check_figure(plt, np, name: str, title: str, c: CheckResult, spec: dict):
+    kind = spec.get("kind")
+    if kind not in ("loglog", "decay", "estimates"):
+        return None
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    if kind == "loglog":
+        x, y = np.asarray(spec["x"], float), np.asarray(spec["y"], float)
+        err = np.asarray(spec.get("stderr", np.zeros_like(y)), float)
+        ax.errorbar(x, y, yerr=2 * err, fmt="o", label=r"measured ($\pm 2$ s.e.)")
+        xx = np.geomspace(x.min(), x.max(), 50)
+        ci = "" if c.ci is None else f" [{c.ci[0]:.2f}, {c.ci[1]:.2f}]"
+        ax.plot(xx, np.exp(spec["intercept"]) * xx ** spec["slope"], label=f"fit: slope {spec['slope']:.2f}{ci}")
+        if spec.get("bound") is not None:
+            b = np.asarray(spec["bound"], float)
+            ax.plot(x, b * y[0] / b[0], "--", label=f"bound shape {spec.get('bound_label', '')}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(spec.get("xlabel", "$x$"))
+        ax.set_ylabel(spec.get("ylabel", "error"))
+    elif kind == "decay":
+        t, m = np.asarray(spec["t"], float), np.asarray(spec["mean"], float)
+        se = np.asarray(spec.get("stderr", np.zeros_like(m)), float)
+        ax.plot(t, m, label=r"$\mathbb{E}[E_\beta(\mu_t)]$ (Monte Carlo)")
+        ax.fill_between(t, m - 2 * se, m + 2 * se, alpha=0.3, label=r"$\pm 2$ s.e.")
+        ax.plot(t, np.asarray(spec["bound"], float), "--",
+                label=r"bound $e^{(\bar\lambda + C_{\mathrm{att}})t}\,\mathbb{E}[E_\beta(\mu_0)]$")
+        ax.set_yscale("log")
+        ax.set_xlabel("time $t$")
+        ax.set_ylabel(spec.get("ylabel", "energy"))
+    else:
+        labels = list(spec["labels"])
+        pos = np.arange(len(labels))
+        ax.errorbar(pos, spec["estimate"], yerr=2 * np.asarray(spec["stderr"], float), fmt="o",
+                    label=r"Monte Carlo ($\pm 2$ s.e.)")
+        ax.plot(pos, spec["expected"], "x", markersize=10, label="derived formula")
+        ax.axhline(0.0, color="grey", lw=0.5)
+        ax.set_xticks(pos, [_text(s) for s in labels], rotation=30, ha="right", fontsize=7)
+        ax.set_xlabel("configuration")
+        ax.set_ylabel(spec.get("ylabel", "value"))
+    title = "\n".join(textwrap.wrap(_text(f"{name}: {title}"), 90) + textwrap.wrap(_text(f"check: {c.name}"), 90))
+    ax.set_title(title, fontsize=8)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def standardized_rows(suite) -> list[dict[str, Any]]:
+    """Every check as (estimate - expected)/scale with its interval on the same scale.
+
+    scale = the standard error for a statistical check, the tolerance for a deterministic one;
+    the band ``+-tolerance/scale`` is the allowance the check grants.  Checks without a finite
+    estimate and expected value (e.g. k1 = +inf exactly) are listed with ``z = None``.
+    """
+    rows = []
+    for r in suite.results:
+        for c in r.checks:
+            row = {"claim": r.name, "check": c.name, "passed": bool(c.passed), "z": None, "lo": None, "hi": None,
+                   "band": None, "scale": None}
+            try:
+                est, exp = float(c.estimate), float(c.expected)
+            except (TypeError, ValueError):
+                rows.append(row)
+                continue
+            if not (math.isfinite(est) and math.isfinite(exp)):
+                rows.append(row)
+                continue
+            se = float(c.stderr) if c.stderr is not None and math.isfinite(float(c.stderr)) else 0.0
+            tol = float(c.tolerance or 0.0)
+            if se > 0:
+                scale, row["scale"] = se, "s.e."
+            elif tol > 0:
+                scale, row["scale"] = tol, "tolerance"
+            else:   # exact comparison: on the axis when equal, off the scale otherwise
+                scale, row["scale"] = 1.0, "exact"
+            row["z"] = (est - exp) / scale if row["scale"] != "exact" or est == exp else math.copysign(math.inf, est - exp)
+            if c.ci is not None and se > 0:
+                row["lo"], row["hi"] = (float(c.ci[0]) - exp) / scale, (float(c.ci[1]) - exp) / scale
+            row["band"] = tol / scale if tol > 0 else 0.0
+            rows.append(row)
+    return rows
+
+
+def _summary_figure(plt, np, suite):
+    rows = standardized_rows(suite)
+    if not rows:
+        return None
+    n = len(rows)
+    fig, ax = plt.subplots(figsize=(8.27, 11.69))           # one A4 page
+    lim = 8.0
+    fs = max(4.5, min(8.0, 560.0 / max(n, 1) / 1.6))
+    for i, row in enumerate(rows):
+        y = n - 1 - i
+        color = "#0a6b2d" if row["passed"] else "#b00020"
+        if row["z"] is None:
+            ax.text(0, y, "no finite deviation (exact or infinite value)", ha="center", va="center",
+                    fontsize=fs, color=color)
+            continue
+        if row["band"]:
+            b = min(row["band"], lim)
+            ax.fill_between([-b, b], y - 0.35, y + 0.35, color="#cfe3f6", lw=0)
+        if row["lo"] is not None:
+            ax.plot([max(row["lo"], -lim), min(row["hi"], lim)], [y, y], color=color, lw=1.2)
+        z = max(-lim, min(lim, row["z"]))
+        ax.plot([z], [y], marker="o" if abs(row["z"]) <= lim else (">" if row["z"] > 0 else "<"),
+                color=color, ms=4)
+    ax.axvline(0.0, color="k", lw=0.8)
+    labels = [_text(_short(f"{r['claim']}: {r['check']}", 70)) + ("" if r["scale"] in (None, "s.e.")
+                                                                   else f" [per {r['scale']}]") for r in rows]
+    ax.set_yticks(np.arange(n)[::-1], labels, fontsize=fs)
+    ax.set_ylim(-0.8, n - 0.2)
+    ax.set_xlim(-lim - 0.5, lim + 0.5)
+    ax.set_xlabel(r"standardized deviation $(\hat\theta - \theta_{\mathrm{derived}})\,/\,\mathrm{s.e.}$"
+                  r" (deterministic checks: $/\,\mathrm{tolerance}$)" "\n"
+                  "line: confidence interval of the check; shaded: its tolerance allowance", fontsize=8)
+    n_pass = sum(r.passed for r in suite.results)
+    ax.set_title(f"sssn_verify {suite.mode} mode, seed {suite.seed}: {n_pass}/{len(suite.results)} claims "
+                 f"passed, {len(rows)} checks\n(green: check passed, red: failed; markers clipped at $\\pm{lim:g}$)",
+                 fontsize=9)
+    ax.grid(axis="x", color="#eee")
+    fig.tight_layout()
+    return fig
+
+
+def _figures(suite, out: Path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    for name, i, c in specs:
-        spec = c.details["figure"]
-        fig, ax = plt.subplots(figsize=(5.5, 4))
-        kind = spec.get("kind")
-        if kind == "loglog":
-            x, y = np.asarray(spec["x"], float), np.asarray(spec["y"], float)
-            err = np.asarray(spec.get("stderr", np.zeros_like(y)), float)
-            ax.errorbar(x, y, yerr=2 * err, fmt="o", label="measured (+-2 se)")
-            xx = np.geomspace(x.min(), x.max(), 50)
-            ax.plot(xx, np.exp(spec["intercept"]) * xx ** spec["slope"],
-                    label=f"fit: slope {spec['slope']:.2f} [{c.ci[0]:.2f}, {c.ci[1]:.2f}]")
-            if spec.get("bound") is not None:
-                b = np.asarray(spec["bound"], float)
-                ax.plot(x, b * y[0] / b[0], "--", label=f"bound shape ({spec.get('bound_label', '')})")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel(spec.get("xlabel", "x"))
-            ax.set_ylabel(spec.get("ylabel", "error"))
-        elif kind == "decay":
-            t, m = np.asarray(spec["t"], float), np.asarray(spec["mean"], float)
-            se = np.asarray(spec.get("stderr", np.zeros_like(m)), float)
-            ax.plot(t, m, label="E[E_beta(mu_t)] (Monte Carlo)")
-            ax.fill_between(t, m - 2 * se, m + 2 * se, alpha=0.3)
-            ax.plot(t, np.asarray(spec["bound"], float), "--", label="bound e^{(lambda_bar + C_att) t} E_0")
-            ax.set_yscale("log")
-            ax.set_xlabel("t")
-            ax.set_ylabel(spec.get("ylabel", "energy"))
-        elif kind == "estimates":
-            labels = list(spec["labels"])
-            pos = np.arange(len(labels))
-            ax.errorbar(pos, spec["estimate"], yerr=2 * np.asarray(spec["stderr"], float), fmt="o",
-                        label="Monte Carlo (+-2 se)")
-            ax.plot(pos, spec["expected"], "x", markersize=10, label="derived formula")
-            ax.axhline(0.0, color="grey", lw=0.5)
-            ax.set_xticks(pos, labels, rotation=30, ha="right", fontsize=7)
-            ax.set_ylabel(spec.get("ylabel", "value"))
-        else:
+    made: dict[str, list[dict[str, str]]] = {}
+    images: dict[str, bytes] = {}
+    for r in suite.results:
+        for i, c in enumerate(r.checks):
+            spec = c.details.get("figure")
+            if not isinstance(spec, dict):
+                continue
+            fig = _check_figure(plt, np, r.name, r.title, c, spec)
+            if fig is None:
+                continue
+            try:
+                names = _save(fig, out, f"{r.name}_{i}", images)
+            finally:
+                plt.close(fig)
+            made.setdefault(r.name, []).append({**names, "title": f"{r.name}: {c.name}"})
+    summary = None
+    fig = _summary_figure(plt, np, suite)
+    if fig is not None:
+        try:
+            summary = {**_save(fig, out, "summary", images),
+                       "title": "Every check: standardized deviation from the derived value, with its interval"}
+        finally:
             plt.close(fig)
-            continue
-        ax.set_title(_short(f"{name}: {c.name}", 70), fontsize=8)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        path = out / f"{name}_{i}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        made.setdefault(name, []).append(str(path))
-    return made
+    return made, summary, images
 
 
 def suite_json(suite) -> dict[str, Any]:

@@ -49,6 +49,9 @@ class ClaimResult:
     seconds: float
     budget: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    statistic: str = ""
+    tolerance: str = ""
+    derived_kind: str = "sympy"
 
     @property
     def passed(self) -> bool:
@@ -70,11 +73,12 @@ class ClaimResult:
         h = self.headline
         return _jsonable({
             "name": self.name, "title": self.title, "statement": self.statement,
-            "derived": self.derived, "passed": self.passed,
+            "derived": self.derived, "derived_kind": self.derived_kind, "passed": self.passed,
             "estimate": h.estimate, "stderr": h.stderr,
             "ci": None if h.ci is None else list(h.ci), "expected": h.expected,
             "level": self.level, "mode": self.mode, "seed": self.seed,
             "seconds": round(self.seconds, 3), "budget": self.budget, "notes": self.notes,
+            "statistic": self.statistic, "tolerance": self.tolerance,
             "checks": [c.to_dict() for c in self.checks],
         })
 
@@ -94,8 +98,13 @@ class Claim:
     tolerance: str
     budgets: dict[str, dict[str, Any]]
     derived_text: Callable[[], str] | None = None
+    # "sympy": derived_text/derivation is the output of a sympy computation; "stated": a
+    # hand-written statement of the claimed bound (the report must not call it derived)
+    derived_kind: str = "sympy"
 
     def __post_init__(self):
+        if self.derived_kind not in ("sympy", "stated"):
+            raise ClaimError(f"claim {self.name!r}: derived_kind must be 'sympy' or 'stated'")
         for mode in MODES:
             if mode not in self.budgets:
                 raise ClaimError(f"claim {self.name!r} declares no {mode!r} budget")
@@ -134,10 +143,11 @@ class Claim:
         except Exception as exc:  # the derivation itself is checked by its own tests
             derived = f"<derivation failed: {exc}>"
         return ClaimResult(self.name, self.title, self.statement, derived, list(checks), mode,
-                           seed, lvl, time.perf_counter() - t0, budget=b)
+                           seed, lvl, time.perf_counter() - t0, budget=b, statistic=self.statistic,
+                           tolerance=self.tolerance, derived_kind=self.derived_kind)
 
     def describe(self) -> dict[str, Any]:
         """The declaration (no computation): for `verify --list` and the report."""
         return {"name": self.name, "title": self.title, "statement": self.statement,
                 "derivation": self.derivation, "statistic": self.statistic, "level": self.level,
-                "tolerance": self.tolerance, "budgets": self.budgets}
+                "tolerance": self.tolerance, "budgets": self.budgets, "derived_kind": self.derived_kind}

@@ -108,7 +108,7 @@ def check(formula: DissipationFormula, budget: dict, seed: int, level: float):
             figure = {"kind": "decay", "t": list(map(float, times)), "mean": list(map(float, m)),
                       "stderr": list(map(float, E.std(axis=0, ddof=1) / math.sqrt(E.shape[0]))),
                       "bound": list(map(float, np.exp(rate * times) * m[0])),
-                      "ylabel": f"E[E_beta] ({act}, d={d}, beta={beta})"}
+                      "ylabel": rf"$\mathbb{{E}}[E_\beta(\mu_t)]$ ({act}, $d = {d}$, $\beta = {beta}$)"}
     checks.append(combine("E[E_beta(mu_t)] <= e^{(lambda_bar + C_att) t} E[E_beta(mu_0)] (near-synchronized start)",
                           parts, level, method=f"one-sided z-tests, Bonferroni over {len(parts)}",
                           details={"figure": figure}))

@@ -135,7 +135,7 @@ def check(formula: ItoFormula, budget: dict, seed: int, level: float):
     checks.append(combine(f"isotropic coefficient gamma(d, k0), width-{budget['width']} transformer layer",
                           parts, level, method=f"engine one-step moments, Richardson, z-tests "
                                                f"(Bonferroni over {len(parts)})",
-                          details={"figure": estimates_figure(labels, est, se, exp, "gamma in c(x) = gamma x")}))
+                          details={"figure": estimates_figure(labels, est, se, exp, r"$\gamma$ in $c(x) = \gamma x$")}))
     checks.append(_general_sigma_check(formula, int(budget["general_d"]), int(budget["general_samples"]),
                                        budget["delta"], seed, level, budget["abs_tol"]))
     return checks

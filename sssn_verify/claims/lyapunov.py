@@ -71,7 +71,7 @@ def check(formula, budget: dict, seed: int, level: float):
         exp.append(lam)
     return [combine("lambda_1: tangent-flow rate vs ((d-3) k1 - (d-1) k0)/2", parts, level,
                     method=f"z-tests, Bonferroni over {len(parts)} configurations",
-                    details={"figure": estimates_figure(labels, est, se, exp, "lambda_1")})]
+                    details={"figure": estimates_figure(labels, est, se, exp, r"$\lambda_1$")})]
 
 
 CLAIM = Claim(

@@ -61,7 +61,8 @@ def check(shape, budget: dict, seed: int, level: float):
     samples = fixed_noise_distances(ns, int(budget["n_ref"]), budget, seed)
     return [ladder_check(f"E W_2^2(mu^N_T, mu^ref_T), N_ref = {budget['n_ref']}, fixed noise: slope vs N",
                          ns.astype(float), samples, shape, level=level, seed=seed,
-                         n_boot=int(budget["n_boot"]), xlabel="tokens N", bound_label="N^-1/2",
+                         n_boot=int(budget["n_boot"]), xlabel="tokens $N$", bound_label="$N^{-1/2}$",
+                         ylabel=r"$\mathbb{E}\,W_2^2(\mu^N_T, \mu^{\mathrm{ref}}_T)$",
                          extra={"params": {k: str(v) for k, v in PARAMS.items()}, "width": budget["width"],
                                 "depth": budget["depth"]})]
 
@@ -82,4 +83,5 @@ CLAIM = Claim(
              "full": {"ns": (8, 16, 32, 64, 128), "n_ref": 1024, "paths": 100, "depth": 32,
                       "width": 64, "n_boot": 2000}},
     derived_text=lambda: "E W_2^2(mu^N_t, mu^ref_t) = O(N^{-1/2}) at fixed noise, d < 4",
+    derived_kind="stated",
 )

@@ -13,11 +13,13 @@ within a time-step allowance (two-sided z-test); (b) the rate has the sign of la
 from __future__ import annotations
 
 import numpy as np
+import sympy as sp
 
 from ..engine import simulate_gaussian, simulate_transformer
 from ..numeric.kernels import kernel as numeric_kernel
 from ..params import ModelParams
 from ..stats import agreement_test, mean_ci
+from ..symbolic.lyapunov import lambda1_relu, lambda1_tangent
 from .base import Claim
 from .lyapunov import derived_formula
 from ._util import combine, estimates_figure
@@ -75,7 +77,7 @@ def check(formula, budget: dict, seed: int, level: float):
         exp.append(lam)
     return [combine("two nearby tokens: separation rate vs lambda_1, and its sign", parts, level,
                     method=f"z-tests, Bonferroni over {len(parts)}",
-                    details={"figure": estimates_figure(labels, est, se, exp, "log-separation rate")})]
+                    details={"figure": estimates_figure(labels, est, se, exp, r"log-separation rate $\frac{1}{T}\log\frac{|x_1 - x_2|_T}{|x_1 - x_2|_0}$")})]
 
 
 CLAIM = Claim(
@@ -93,5 +95,5 @@ CLAIM = Claim(
                        "rel_tol": 0.04, "abs_tol": 0.005},
              "full": {"n_configs": len(CONFIGS), "paths": 100_000, "depth": 200, "width": 128,
                       "horizon": 2.0, "rel_tol": 0.05, "abs_tol": 0.003}},
-    derived_text=lambda: "lambda_1 = ((d-3) k1 - (d-1) k0)/2; ReLU: -(sa^2/4)(2 sw^2 + (d-1) sb^2) < 0",
+    derived_text=lambda: f"lambda_1 = {sp.sstr(lambda1_tangent())}; ReLU: lambda_1 = {sp.sstr(lambda1_relu())}",
 )

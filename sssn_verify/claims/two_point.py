@@ -100,7 +100,7 @@ def check(formula: TwoPointFormula, budget: dict, seed: int, level: float):
             exp += [b_exp, a_exp]
         checks.append(combine(f"{act} d={d} sw={sw} sb={sb}: drift and diffusion of rho", parts, level,
                               method=f"one-step moments, Richardson, z-tests (Bonferroni over {len(parts)})"))
-    checks[0].details["figure"] = estimates_figure(labels, est, se, exp, "two-point coefficient")
+    checks[0].details["figure"] = estimates_figure(labels, est, se, exp, r"coefficients $b(\rho)$, $a(\rho)$")
     return checks
 
 

@@ -23,7 +23,8 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of every Monte Carlo check")
     p.add_argument("--alpha", type=float, default=None,
                    help="family-wise false-alarm probability (Holm), default 0.01")
-    p.add_argument("--report", metavar="DIR", help="write report.json, report.md and figures to DIR")
+    p.add_argument("--report", metavar="DIR", help="write report.html, report.md, report.json (schema docs/report.schema.json) "
+                        "and the figures (PNG and PDF) to DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--list", action="store_true", help="list the claims and exit")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         get_claim(name)  # ClaimError -> exit 2 before any work
     suite = verify(args.mode, args.claim, args.seed, progress=not args.no_progress,
                    alpha=DEFAULT_ALPHA if args.alpha is None else args.alpha)
-    paths = write_report(suite, args.report) if args.report else None
+    paths = write_report(suite, args.report, command=getattr(args, "argv", None)) if args.report else None
     if args.json:
         out = suite.to_dict()
         if paths:
@@ -54,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(table(suite))
         if paths:
-            print(f"report written to {args.report} (report.md, report.json, "
-                  f"{len(paths.get('figures', []))} figures)")
+            print(f"report written to {args.report} (report.html, report.md, report.json, "
+                  f"{len(paths.get('figures', []))} figures as PNG and PDF"
+                  f"{', summary.pdf' if paths.get('summary') else ''})")
     sys.stdout.flush()
     return 0 if suite.passed else 1

@@ -1,0 +1,226 @@
+"""The report: JSON against docs/report.schema.json, provenance, HTML/markdown, figures, atomic writes.
+
+Most tests use a hand-built suite (no Monte Carlo); one runs the real CLI on the cheap
+``two_point`` claim, as a user would.
+"""
+import base64
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from sssn_verify import __version__
+from sssn_verify.claims import CLAIMS
+from sssn_verify.claims.base import ClaimResult
+from sssn_verify.cli import main
+from sssn_verify.errors import ParameterError
+from sssn_verify.report import (SCHEMA_VERSION, markdown, report_data, standardized_rows, table,
+                                write_report)
+from sssn_verify.stats import CheckResult
+from sssn_verify.verify import SuiteResult
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = json.loads((ROOT / "docs" / "report.schema.json").read_text())
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+def _check(name, est, se, exp, *, passed=True, tol=0.0, p=0.5, figure=None):
+    ci = None if se is None else (est - 3.29 * se, est + 3.29 * se)
+    return CheckResult(name=name, passed=passed, estimate=est, stderr=se, ci=ci, expected=exp, level=0.999,
+                       n=1000, seed=None if se is None else 7, pvalue=None if se is None else p, tolerance=tol,
+                       method="test", details={} if figure is None else {"figure": figure})
+
+
+def fake_suite():
+    long_name = "a check whose name is much longer than seventy characters, so a cut title would lose its end: END"
+    loglog = {"kind": "loglog", "x": [8, 16, 32, 64], "y": [0.4, 0.25, 0.17, 0.12], "stderr": [0.01] * 4,
+              "slope": -0.58, "intercept": 0.3, "bound": [8 ** -0.5, 16 ** -0.5, 32 ** -0.5, 64 ** -0.5],
+              "bound_label": "$N^{-1/2}$", "xlabel": "tokens $N$",
+              "ylabel": r"$\mathbb{E}\,W_2^2(\mu^N_T, \mu^{\mathrm{ref}}_T)$"}
+    decay = {"kind": "decay", "t": [0, 0.5, 1.0], "mean": [1.0, 0.7, 0.5], "stderr": [0.0, 0.02, 0.02],
+             "bound": [1.0, 0.9, 0.8], "ylabel": r"$\mathbb{E}[E_\beta(\mu_t)]$"}
+    est = {"kind": "estimates", "labels": ["relu d=3", "tanh d=4 $"], "estimate": [0.5, -0.2],
+           "stderr": [0.01, 0.02], "expected": [0.51, -0.21], "ylabel": r"$\lambda_1$"}
+    r1 = ClaimResult("alpha_claim", "A sympy claim", "x = 1", "x = 1",
+                     [_check(long_name, 1.1, 0.05, 1.0, figure=loglog), _check("exact", 2.0, None, 2.0, tol=1e-9),
+                      _check("infinite", float("inf"), None, float("inf"), figure=decay)],
+                     "quick", 0, 0.999, 1.0, budget={"samples": 10}, statistic="a mean", tolerance="|d| <= 0.01")
+    r2 = ClaimResult("stated_claim", "A stated bound", "error = O(1/N)", "E W_2^2 = O(N^{-1/2})",
+                     [_check("slope", -0.6, 0.1, -0.5, p=0.2, figure=est)], "quick", 0, 0.999, 2.0,
+                     statistic="log-log slope", tolerance="one-sided", derived_kind="stated")
+    return SuiteResult([r1, r2], "quick", 0, 0.01, 3.0, 2)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    suite = fake_suite()
+    paths = write_report(suite, out, command=["sssn-verify", "verify", "--report", str(out)])
+    return suite, out, paths
+
+
+def test_fake_report_validates_against_the_schema(written):
+    _, out, _ = written
+    data = json.loads((out / "report.json").read_text())
+    assert sorted(VALIDATOR.iter_errors(data), key=str) == []
+    assert data["schema_version"] == SCHEMA_VERSION
+    assert data["provenance"]["version"] == __version__
+    assert data["provenance"]["command_line"].startswith("sssn-verify verify --report")
+
+
+@pytest.mark.parametrize("break_it", [
+    lambda d: d.pop("provenance"),
+    lambda d: d.pop("schema_version"),
+    lambda d: d["claims"][0].update(derived_kind="maybe"),
+    lambda d: d["claims"][0]["checks"][0].update(pvalue=2.0),
+    lambda d: d["claims"][0]["checks"][0].pop("seed"),
+    lambda d: d["provenance"]["git"].update(commit="not-a-hash"),
+    lambda d: d["claims"][0].pop("statistic"),
+])
+def test_the_schema_rejects_broken_reports(written, break_it):
+    _, out, _ = written
+    data = json.loads((out / "report.json").read_text())
+    break_it(data)
+    assert list(VALIDATOR.iter_errors(data)), "the schema accepted a broken report"
+
+
+def test_schema_is_a_valid_documented_draft_2020_12_schema():
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    assert SCHEMA["description"] and SCHEMA["properties"]["provenance"]["description"]
+    for name, sub in SCHEMA["$defs"]["check"]["properties"].items():
+        assert sub.get("description") or name in ("alternative",), name
+
+
+def test_provenance_names_libraries_threads_and_the_git_commit(written):
+    _, out, _ = written
+    prov = json.loads((out / "report.json").read_text())["provenance"]
+    assert {"numpy", "scipy", "sympy", "numba", "matplotlib"} <= {k for k, v in prov["libraries"].items() if v}
+    assert prov["numba_threads"]["in_use"] >= 1
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00$", prov["date"])
+    if (ROOT / ".git").exists():
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+        assert prov["git"]["commit"] == head.stdout.strip()
+    else:
+        assert prov["git"]["commit"] is None
+
+
+def test_html_is_one_self_contained_file_with_every_figure_embedded(written):
+    _, out, paths = written
+    page = (out / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert not re.search(r"""(src|href)=["'](https?:|//|[^"'#]*\.(png|css|js)["'])""", page)
+    assert "<link" not in page and "<script" not in page
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(images) == len(paths["figures"]) + 1            # + the summary
+    for blob in images:
+        assert base64.b64decode(blob)[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "alpha_claim" in page and "stated_claim" in page and "&lt;=" in page   # escaped, not raw HTML
+
+
+def test_every_figure_exists_as_png_and_pdf_with_full_titles(written):
+    _, out, paths = written
+    data = json.loads((out / "report.json").read_text())
+    assert len(paths["figures"]) == len(paths["figures_pdf"]) == 3
+    for figs in data["figures"].values():
+        for f in figs:
+            assert (out / f["png"]).read_bytes()[:4] == b"\x89PNG"
+            assert (out / f["pdf"]).read_bytes()[:5] == b"%PDF-"
+    titles = [f["title"] for figs in data["figures"].values() for f in figs]
+    assert any(t.endswith("END") for t in titles)            # not cut at 70 characters
+    s = data["summary_figure"]
+    assert (out / s["png"]).exists() and (out / s["pdf"]).read_bytes()[:5] == b"%PDF-"
+    assert not [p for p in out.iterdir() if p.name.startswith(".") or p.suffix == ".tmp"]   # no temp files left
+
+
+def test_stated_claims_are_not_labelled_derived(written):
+    suite, out, _ = written
+    md = (out / "report.md").read_text()
+    html = (out / "report.html").read_text()
+    section = md[md.index("## stated_claim"):]
+    assert "Derived (sympy)" not in section and "Stated bound" in section
+    assert "Derived (sympy)" in md[md.index("## alpha_claim"):md.index("## stated_claim")]
+    assert html.count("Derived (sympy)") == 1
+    assert "(stated) E W_2^2" in table(suite)
+    for key in ("**Statistic.** a mean", "**Tolerance policy.** |d| <= 0.01"):
+        assert key in md
+
+
+def test_the_registry_marks_the_hand_typed_claims_as_stated():
+    stated = {n for n, c in CLAIMS.items() if c.derived_kind == "stated"}
+    assert stated == {"commuting_limits", "convergence_depth", "propagation_of_chaos"} & set(CLAIMS)
+    from sssn_verify.symbolic.lyapunov import lambda1_relu, lambda1_tangent
+    import sympy as sp
+    text = CLAIMS["synchronization"].derived()
+    assert sp.sstr(lambda1_tangent()) in text and sp.sstr(lambda1_relu()) in text
+
+
+def test_propagation_of_chaos_figure_is_labelled_w2_squared(monkeypatch):
+    import numpy as np
+    from sssn_verify.claims import propagation_of_chaos as poc
+    rng = np.random.default_rng(0)
+    ns = np.array([8, 16, 32])
+    fake = np.abs(rng.normal(1.0, 0.05, size=(20, 3))) / np.sqrt(ns)
+    monkeypatch.setattr(poc, "fixed_noise_distances", lambda *a, **k: fake)
+    budget = dict(poc.CLAIM.budgets["quick"], ns=tuple(ns), n_boot=100)
+    (res,) = poc.check(poc.derived_formula(), budget, 0, 0.999)
+    spec = res.details["figure"]
+    assert "W_2^2" in spec["ylabel"] and "error" not in spec["ylabel"]
+    assert spec["ylabel"].startswith("$") and spec["ylabel"].endswith("$")     # mathtext
+
+
+def test_standardized_rows():
+    rows = {(r["claim"], r["check"]): r for r in standardized_rows(fake_suite())}
+    z = rows["stated_claim", "slope"]
+    assert z["z"] == pytest.approx(-1.0) and z["lo"] == pytest.approx(-1 - 3.29) and z["scale"] == "s.e."
+    assert rows["alpha_claim", "exact"]["scale"] == "tolerance" and rows["alpha_claim", "exact"]["z"] == 0
+    assert rows["alpha_claim", "infinite"]["z"] is None
+
+
+def test_target_is_checked_before_writing(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("keep me")
+    with pytest.raises(ParameterError):
+        write_report(fake_suite(), blocker, figures=False)
+    assert blocker.read_text() == "keep me"
+    with pytest.raises(ParameterError):
+        write_report(fake_suite(), "  ", figures=False)
+
+
+def test_cli_report_into_a_file_exits_two_with_one_line(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    assert main(["verify", "--claim", "two_point", "--no-progress", "--report", str(blocker)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "report" in err[0]
+
+
+def test_verify_quick_report_as_a_user_runs_it(tmp_path):
+    """Acceptance: verify --quick --report DIR writes html, md, json (valid), PDF and PNG figures."""
+    proc = subprocess.run([sys.executable, "-m", "sssn_verify", "verify", "--quick", "--claim", "two_point",
+                           "--no-progress", "--report", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    for name in ("report.html", "report.md", "report.json", "summary.pdf", "summary.png"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    assert any(p.suffix == ".pdf" and p.name != "summary.pdf" for p in tmp_path.iterdir())
+    assert any(p.suffix == ".png" and p.name != "summary.png" for p in tmp_path.iterdir())
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert sorted(VALIDATOR.iter_errors(data), key=str) == []
+    assert data["provenance"]["version"] == __version__
+    assert "--claim two_point" in data["provenance"]["command_line"]
+    (claim,) = data["claims"]
+    assert claim["configuration"]["RHOS"] and claim["budget"]["samples"] > 0
+    assert claim["statistic"] == CLAIMS["two_point"].statistic
+    assert "Derived (sympy)" in (tmp_path / "report.md").read_text()
+
+
+def test_markdown_without_written_figures():
+    text = markdown(fake_suite())
+    assert "## Provenance" in text and "schema version" in text
+
+
+def test_report_data_is_json_serializable_without_nan():
+    json.dumps(report_data(fake_suite()), allow_nan=False)
