@@ -4,7 +4,8 @@ One syntax everywhere (API and every CLI ``--activation``):
 
 * a registry name, optionally with its parameter: ``relu``, ``leaky_relu:0.1``,
   ``sin:3`` (meaning sin(3u));
-* otherwise a sympy expression in ``u``: ``sin(3*u)``, ``u*erf(u)``, ``sign(u)``.
+* otherwise an expression in ``u`` in the safe language of :mod:`sssn_verify.expr`:
+  ``sin(3*u)``, ``u*erf(u)``, ``sign(u)`` (never handed to ``eval``/``sympify``).
 
 Each :class:`Activation` carries its sympy expression and derivative, vectorised
 numpy callables, and numba-compiled scalar callables (``numba_phi``,
@@ -15,7 +16,7 @@ numba callables are generated once per expression into a cache folder so that
 from __future__ import annotations
 
 import hashlib
-import importlib.util
+import types
 import os
 import re
 import sys
@@ -29,6 +30,8 @@ import sympy as sp
 from sympy.printing.pycode import PythonCodePrinter
 
 from .errors import ActivationError
+from .expr import Node, parse_expression, parse_with_tree, quote
+from .outputs import private_folder, write_atomic
 
 u = sp.Symbol("u", real=True)
 
@@ -56,23 +59,15 @@ REGISTRY: dict[str, tuple[Callable, float | None, str]] = {
     "cos": (lambda p: sp.cos(p * u), 1.0, "cos(w u)  (cos:w)"),
 }
 
-_ALLOWED_FUNCTIONS = {
-    name: getattr(sp, name)
-    for name in ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "atan",
-                 "erf", "erfc", "Abs", "sign", "Max", "Min", "Heaviside", "Piecewise", "pi", "E",
-                 "asinh", "Rational")
-}
-_ALLOWED_FUNCTIONS.update(abs=sp.Abs, max=sp.Max, min=sp.Min, u=u)
-
-
 def _number(text: str) -> sp.Expr:
+    """A registry parameter (``leaky_relu:0.1``): a finite constant in the safe language."""
     try:
-        value = sp.nsimplify(float(text), rational=True) if re.fullmatch(r"[-+0-9.eE]+", text) else None
-    except ValueError:
+        value = parse_expression(text, {}, error=ActivationError)
+    except ActivationError:
         value = None
-    if value is None or not sp.Float(value).is_finite:
-        raise ActivationError(f"activation parameter {text!r} is not a finite number")
-    return value
+    if value is None or not value.is_number or not value.is_finite:
+        raise ActivationError(f"activation parameter {quote(text)} is not a finite number")
+    return sp.nsimplify(value, rational=True) if isinstance(value, sp.Float) else value
 
 
 @dataclass(frozen=True)
@@ -83,6 +78,7 @@ class Activation:
     family: str               # registry key, or "expr" for a user expression
     expr: sp.Expr = field(compare=False)
     param: sp.Expr | None = field(default=None, compare=False)
+    tree: Node | None = field(default=None, compare=False)   # validated tree of a user expression
 
     def __repr__(self) -> str:
         return f"Activation({self.name!r})"
@@ -111,17 +107,17 @@ class Activation:
         points = set()
         for node in sp.preorder_traversal(self.expr):
             if isinstance(node, (sp.Heaviside, sp.Abs, sp.sign)):
-                points.update(sp.solve(node.args[0], u))
+                points.update(_real_roots(node.args[0]))
             elif isinstance(node, (sp.Max, sp.Min)):
                 a, *rest = node.args
                 for b in rest:
-                    points.update(sp.solve(a - b, u))
+                    points.update(_real_roots(a - b))
             elif isinstance(node, sp.Piecewise):
                 for _, cond in node.args:
                     if cond not in (sp.true, sp.false):
                         lhs = cond.lhs - cond.rhs if hasattr(cond, "lhs") else None
                         if lhs is not None:
-                            points.update(sp.solve(lhs, u))
+                            points.update(_real_roots(lhs))
         out = []
         for p in points:
             try:
@@ -144,7 +140,10 @@ class Activation:
     @cached_property
     def numba_pair(self):
         """(phi, dphi) as numba-compiled scalar functions, cached on disk."""
-        return _compiled_pair(sp.srepr(self.expr), sp.srepr(self.derivative_ae))
+        # keyed by the validated tree's hash (user expressions) or the registry spec
+        ident = self.tree.digest() if self.tree is not None else "registry:" + self.name
+        key = hashlib.sha256(ident.encode()).hexdigest()[:20]
+        return _compiled_pair(key, self.expr, self.derivative_ae)
 
     @property
     def numba_phi(self):
@@ -153,6 +152,30 @@ class Activation:
     @property
     def numba_dphi(self):
         return self.numba_pair[1]
+
+
+_ROOT_WINDOW = 40.0   # kinks are searched in [-40, 40]: beyond, Gaussian weights vanish
+
+
+def _real_roots(expr: sp.Expr) -> list:
+    """Real zeros of `expr` in u: exact for polynomials of degree <= 4, else numerically
+    (sign changes on a fine grid of the window, refined by brentq), never sympy's general
+    solver (which raises NotImplementedError for e.g. u - cos(u))."""
+    expr = sp.sympify(expr) if not isinstance(expr, sp.Basic) else expr
+    if not expr.has(u):
+        return []
+    if expr.is_polynomial(u) and sp.degree(expr, u) <= 4:
+        return [r for r in sp.solve(expr, u) if r.is_real]
+    from scipy.optimize import brentq
+    f = _vectorised(expr)
+    grid = np.linspace(-_ROOT_WINDOW, _ROOT_WINDOW, 16001)
+    with np.errstate(all="ignore"):
+        vals = f(grid)
+    roots = list(grid[vals == 0])
+    ok = np.isfinite(vals)
+    for i in np.nonzero(ok[:-1] & ok[1:] & (np.sign(vals[:-1]) * np.sign(vals[1:]) < 0))[0]:
+        roots.append(brentq(lambda x: float(f(x)), grid[i], grid[i + 1], xtol=1e-14))
+    return roots
 
 
 def _vectorised(expr: sp.Expr):
@@ -165,7 +188,24 @@ def _vectorised(expr: sp.Expr):
 
 
 class _NumbaPrinter(PythonCodePrinter):
-    """Python code printer whose output numba compiles in nopython mode."""
+    """Python code printer whose output numba compiles in nopython mode.
+
+    Only trusted sympy objects reach it (built by :mod:`sssn_verify.expr` from a
+    validated tree, or from the registry): its one symbol is ``u`` and any other
+    symbol or an unknown function is refused, so no user text can reach the source.
+    """
+
+    _ALLOWED_SYMBOLS = {"u"}
+
+    def __init__(self):
+        super().__init__({"fully_qualified_modules": True, "standard": "python3", "strict": True})
+
+    def _print_Symbol(self, expr):
+        if expr.name not in self._ALLOWED_SYMBOLS:
+            raise ActivationError(f"cannot generate code for symbol {quote(expr.name)}")
+        return expr.name
+
+    _print_Dummy = _print_Symbol
 
     def _print_Heaviside(self, expr):
         arg = self._print(expr.args[0])
@@ -178,34 +218,42 @@ class _NumbaPrinter(PythonCodePrinter):
 
 
 def _cache_dir() -> Path:
+    """The user's private folder of generated activation modules (see outputs.private_folder)."""
     root = os.environ.get("SSSN_VERIFY_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "sssn_verify")
-    path = Path(root) / "activations"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    private_folder(root)
+    return private_folder(Path(root) / "activations")
+
+
+def load_generated(path: Path, source: str, module_name: str):
+    """Import generated `source` from `path`: (re)written atomically unless its content hash
+    matches, and executed from the verified text (never re-read after the check)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()
+    try:
+        current = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+    except OSError:
+        current = None
+    if current != digest:
+        write_atomic(path, source, mode=0o600, what="cache")
+    module = types.ModuleType(module_name)
+    module.__file__ = str(path)
+    sys.modules[module_name] = module  # numba's cache locates functions through sys.modules
+    exec(compile(source, str(path), "exec"), module.__dict__)  # our generated text, verified above
+    return module
 
 
 @lru_cache(maxsize=None)
-def _compiled_pair(expr_srepr: str, deriv_srepr: str):
-    printer = _NumbaPrinter({"fully_qualified_modules": True, "standard": "python3"})
-    body_phi = printer.doprint(sp.sympify(expr_srepr, locals={"u": u}).subs(sp.Symbol("u", real=True), u))
-    body_dphi = printer.doprint(sp.sympify(deriv_srepr, locals={"u": u}))
+def _compiled_pair(key: str, expr: sp.Expr, deriv: sp.Expr):
+    printer = _NumbaPrinter()
+    body_phi, body_dphi = printer.doprint(expr), printer.doprint(deriv)
     source = (
         "# generated by sssn_verify.activations; do not edit\n"
         "import math\nfrom numba import njit\n\n"
         "@njit(cache=True)\ndef phi(u):\n    return float(" + body_phi + ")\n\n"
         "@njit(cache=True)\ndef dphi(u):\n    return float(" + body_dphi + ")\n"
     )
-    key = hashlib.sha256(source.encode()).hexdigest()[:16]
     path = _cache_dir() / f"act_{key}.py"
-    if not path.exists() or path.read_text() != source:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(source)
-        os.replace(tmp, path)
-    spec = importlib.util.spec_from_file_location(f"sssn_verify_act_{key}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # numba's cache locates functions through sys.modules
-    spec.loader.exec_module(module)
+    module = load_generated(path, source, f"sssn_verify_act_{key}")
     return module.phi, module.dphi
 
 
@@ -225,25 +273,17 @@ def _parse(spec: str) -> Activation:
         return Activation(canonical, key, builder(param), param)
     if sep:
         raise ActivationError(
-            f"unknown activation {key!r}; known: {', '.join(sorted(REGISTRY))}, or an expression in u")
+            f"unknown activation {quote(key)}; known: {', '.join(sorted(REGISTRY))}, or an expression in u")
     try:
-        expr = sp.sympify(text, locals=_ALLOWED_FUNCTIONS, rational=False)
-    except (sp.SympifyError, SyntaxError, TypeError, AttributeError) as exc:
-        raise ActivationError(f"cannot parse activation {text!r}: not a registry name "
-                              f"({', '.join(sorted(REGISTRY))}) nor an expression in u") from exc
+        tree, expr = parse_with_tree(text, {"u": u}, error=ActivationError)
+    except ActivationError as exc:
+        if re.fullmatch(r"[A-Za-z_]\w*", text):
+            raise ActivationError(f"unknown activation {quote(text)}: not a registry name "
+                                  f"({', '.join(sorted(REGISTRY))}) nor an expression in u") from None
+        raise ActivationError(f"activation {exc}") from None
     if not isinstance(expr, sp.Expr):
-        raise ActivationError(f"activation {text!r} is not a scalar expression in u")
-    extra = expr.free_symbols - {u}
-    if extra:
-        names = ", ".join(sorted(str(s) for s in extra))
-        raise ActivationError(f"activation {text!r} must be a function of u alone (also uses {names}); "
-                              f"known names: {', '.join(sorted(REGISTRY))}")
-    if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan, sp.I):
-        raise ActivationError(f"activation {text!r} is not a finite real function of u")
-    bad = [f for f in expr.atoms(sp.Function) if isinstance(f, sp.core.function.AppliedUndef)]
-    if bad:
-        raise ActivationError(f"activation {text!r} uses unknown function(s): {', '.join(map(str, bad))}")
-    return Activation(text, "expr", expr, None)
+        raise ActivationError(f"activation {quote(text)} is not a scalar expression in u")
+    return Activation(text, "expr", expr, None, tree)
 
 
 def get_activation(spec: "str | Activation") -> Activation:

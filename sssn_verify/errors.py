@@ -18,7 +18,19 @@ class ParameterError(SSSNError, ValueError):
         super().__init__(f"invalid {name}={value!r}: {allowed}")
 
 
-class ActivationError(SSSNError, ValueError):
+class ExpressionError(SSSNError, ValueError):
+    """Text is outside the safe expression language (see :mod:`sssn_verify.expr`)."""
+
+
+class OutputError(SSSNError, OSError):
+    """An output file or folder cannot be written (checked before any work starts)."""
+
+
+class ResourceError(SSSNError, ValueError):
+    """A request exceeds a documented limit (size, memory, grid) or overflows."""
+
+
+class ActivationError(ExpressionError):
     """An activation name or expression cannot be understood."""
 
 
@@ -26,7 +38,7 @@ class DerivationError(SSSNError, ValueError):
     """An unknown derivation was requested, or sympy could not carry it out."""
 
 
-class CandidateError(SSSNError, ValueError):
+class CandidateError(ExpressionError):
     """A user's candidate formula cannot be parsed or evaluated."""
 
 

@@ -1,0 +1,376 @@
+"""The one safe expression language (activations, candidate formulas, statements).
+
+User text is parsed with ``ast.parse(text, mode="eval")`` and walked into a small
+allow-listed tree (:class:`Node`); the sympy object is then built from that tree by
+this module.  User text never reaches ``eval``, ``exec`` or ``sympify``, and no name
+of the user's ever becomes a sympy symbol name: variables are looked up in the
+caller's table of symbols.
+
+Grammar (``allow_logic=False`` accepts only ``expr`` at the top)::
+
+    expr   := number | NAME | expr OP expr | -expr | +expr | (expr)
+            | FUNC(expr, ...) | Piecewise((expr, cond), ..., (expr, True))
+    OP     := + | - | * | / | ** | ^          (^ means power, as in mathematics)
+    cond   := expr CMP expr [CMP expr ...] | cond and cond | cond or cond | not cond | (cond)
+    CMP    := < | <= | > | >= | == | !=
+    number := decimal literal: 3, 0.5, 1e-3  (finite; at most MAX_INT_DIGITS digits)
+    NAME   := one of the caller's variables, or the constants pi, E
+
+``FUNC`` is one of :data:`FUNCTIONS` (fixed arity, checked).  Limits: at most
+:data:`MAX_LENGTH` characters, nesting depth :data:`MAX_DEPTH`, :data:`MAX_NODES`
+nodes; a numeric exponent must satisfy ``|p| <= MAX_EXPONENT``, and an exact power
+of numbers may not exceed :data:`MAX_BITS` bits.  Anything else (strings, attributes,
+subscripts, lambdas, keyword arguments, complex literals, unknown names) is refused
+with :class:`~sssn_verify.errors.ExpressionError` naming the offending piece.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping
+
+import sympy as sp
+
+from .errors import ExpressionError
+
+MAX_LENGTH = 2000
+MAX_DEPTH = 40
+MAX_NODES = 500
+MAX_INT_DIGITS = 100
+MAX_EXPONENT = 256
+MAX_BITS = 4096
+
+
+@dataclass(frozen=True)
+class Function:
+    """An allowed function: how to build it and how many arguments it takes."""
+
+    build: Callable[..., sp.Basic]
+    min_args: int
+    max_args: int
+
+
+def _fixed(f, n=1):
+    return Function(f, n, n)
+
+
+#: every function the language knows (callers may pass a subset)
+FUNCTIONS: dict[str, Function] = {
+    **{name: _fixed(getattr(sp, name)) for name in (
+        "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh",
+        "exp", "sqrt", "erf", "erfc", "sign")},
+    "arcsin": _fixed(sp.asin), "arccos": _fixed(sp.acos), "arctan": _fixed(sp.atan),
+    "log": _fixed(sp.log), "Abs": _fixed(sp.Abs), "abs": _fixed(sp.Abs),
+    "Max": Function(sp.Max, 2, 16), "Min": Function(sp.Min, 2, 16),
+    "max": Function(sp.Max, 2, 16), "min": Function(sp.Min, 2, 16),
+    "Heaviside": Function(sp.Heaviside, 1, 2),
+    "Piecewise": Function(sp.Piecewise, 1, 16),   # arguments are (expr, cond) pairs
+}
+
+#: named constants
+CONSTANTS: dict[str, sp.Expr] = {"pi": sp.pi, "E": sp.E}
+
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**", ast.BitXor: "**"}
+_CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+_SYMPY_CMP = {"<": sp.Lt, "<=": sp.Le, ">": sp.Gt, ">=": sp.Ge, "==": sp.Eq, "!=": sp.Ne}
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node of a validated expression tree.
+
+    ``kind`` is one of ``num`` (``value``: the literal's text), ``var``/``const``
+    (``value``: the name), ``op`` (``value``: + - * / **; two children), ``neg``,
+    ``call`` (``value``: function name), ``pair`` (Piecewise (expr, cond)), ``true``,
+    ``cmp`` (``value``: the operators joined by spaces; operands as children),
+    ``and``, ``or``, ``not``.
+    """
+
+    kind: str
+    value: str = ""
+    children: tuple["Node", ...] = ()
+
+    def digest(self) -> str:
+        """A stable hash of the tree (sha256 hex), e.g. to key generated code."""
+        return hashlib.sha256(repr(self).encode()).hexdigest()
+
+    def __str__(self) -> str:
+        k, c = self.kind, self.children
+        if k in ("num", "var", "const"):
+            return self.value
+        if k == "true":
+            return "True"
+        if k == "op":
+            return f"({c[0]} {self.value} {c[1]})"
+        if k == "neg":
+            return f"(-{c[0]})"
+        if k == "call":
+            return f"{self.value}({', '.join(map(str, c))})"
+        if k == "pair":
+            return f"({c[0]}, {c[1]})"
+        if k == "cmp":
+            ops = self.value.split()
+            return "(" + " ".join([str(c[0])] + [f"{o} {x}" for o, x in zip(ops, c[1:])]) + ")"
+        if k == "not":
+            return f"(not {c[0]})"
+        return "(" + f" {k} ".join(map(str, c)) + ")"
+
+
+def quote(text: str, limit: int = 60) -> str:
+    """`text` quoted on one line, shortened to about `limit` characters."""
+    r = repr(text)
+    return r if len(r) <= limit else r[: limit - 4] + "...'"
+
+
+def _describe(node: ast.AST) -> str:
+    names = {ast.Attribute: "attribute access", ast.Subscript: "subscript", ast.Lambda: "lambda",
+             ast.IfExp: "if-expression", ast.Starred: "starred argument", ast.Dict: "dict",
+             ast.List: "list", ast.Set: "set", ast.Tuple: "tuple", ast.JoinedStr: "f-string",
+             ast.NamedExpr: "assignment", ast.Slice: "slice", ast.ListComp: "comprehension",
+             ast.GeneratorExp: "generator", ast.Await: "await"}
+    return names.get(type(node), type(node).__name__)
+
+
+class _Walker:
+    def __init__(self, text: str, variables: Iterable[str], functions: Mapping[str, Function],
+                 allow_logic: bool):
+        self.text = text
+        self.variables = set(variables)
+        self.functions = functions
+        self.allow_logic = allow_logic
+        self.count = 0
+
+    def fail(self, why: str) -> ExpressionError:
+        return ExpressionError(f"cannot use {quote(self.text)}: {why}")
+
+    def enter(self, depth: int) -> None:
+        self.count += 1
+        if depth > MAX_DEPTH:
+            raise self.fail(f"nested deeper than {MAX_DEPTH} levels")
+        if self.count > MAX_NODES:
+            raise self.fail(f"more than {MAX_NODES} terms")
+
+    def expr(self, n: ast.AST, depth: int) -> Node:
+        self.enter(depth)
+        if isinstance(n, ast.Constant):
+            return self.number(n)
+        if isinstance(n, ast.Name):
+            if n.id in self.variables:
+                return Node("var", n.id)
+            if n.id in CONSTANTS:
+                return Node("const", n.id)
+            if n.id in self.functions:
+                raise self.fail(f"function {n.id!r} must be called with arguments, e.g. {n.id}(...)")
+            known = ", ".join(sorted(self.variables | set(CONSTANTS)))
+            raise self.fail(f"unknown name {n.id!r} (known: {known})")
+        if isinstance(n, ast.BinOp) and type(n.op) in _BINOPS:
+            return Node("op", _BINOPS[type(n.op)],
+                        (self.expr(n.left, depth + 1), self.expr(n.right, depth + 1)))
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd)):
+            inner = self.expr(n.operand, depth + 1)
+            return Node("neg", "", (inner,)) if isinstance(n.op, ast.USub) else inner
+        if isinstance(n, ast.Call):
+            return self.call(n, depth)
+        if isinstance(n, (ast.Compare, ast.BoolOp)) or (isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not)):
+            raise self.fail("a comparison or and/or/not is not allowed here (a number is expected)")
+        if isinstance(n, ast.BinOp):
+            raise self.fail(f"operator {type(n.op).__name__} is not allowed (use + - * / **)")
+        raise self.fail(f"{_describe(n)} is not allowed")
+
+    def number(self, n: ast.Constant) -> Node:
+        v = n.value
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            kind = "string" if isinstance(v, (str, bytes)) else type(v).__name__
+            raise self.fail(f"{kind} literal {v!r:.40} is not allowed (numbers only)")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise self.fail("number literal is not finite")
+        if isinstance(v, int) and v.bit_length() > MAX_INT_DIGITS * 3.33:
+            raise self.fail(f"integer literal longer than {MAX_INT_DIGITS} digits")
+        return Node("num", repr(v))
+
+    def call(self, n: ast.Call, depth: int) -> Node:
+        if not isinstance(n.func, ast.Name):
+            raise self.fail(f"only named functions may be called ({_describe(n.func)} is not allowed)")
+        name = n.func.id
+        fn = self.functions.get(name)
+        if fn is None:
+            raise self.fail(f"unknown function {name!r} (known: {', '.join(sorted(self.functions))})")
+        if n.keywords:
+            raise self.fail(f"{name}() takes no keyword arguments")
+        k = len(n.args)
+        if not fn.min_args <= k <= fn.max_args:
+            want = str(fn.min_args) if fn.min_args == fn.max_args else f"{fn.min_args} to {fn.max_args}"
+            raise self.fail(f"{name}() takes {want} argument(s), got {k}")
+        if name == "Piecewise":
+            return Node("call", name, tuple(self.piece(a, depth + 1, last=(i == k - 1))
+                                            for i, a in enumerate(n.args)))
+        args = tuple(self.expr(a, depth + 1) for a in n.args)
+        if name == "Heaviside" and k == 2 and args[1].kind != "num":
+            raise self.fail("the second argument of Heaviside (its value at 0) must be a number")
+        return Node("call", name, args)
+
+    def piece(self, n: ast.AST, depth: int, last: bool) -> Node:
+        self.enter(depth)
+        if not (isinstance(n, ast.Tuple) and len(n.elts) == 2):
+            raise self.fail("each Piecewise argument must be a pair (value, condition)")
+        value, cond = n.elts
+        if isinstance(cond, ast.Constant) and cond.value is True:
+            if not last:
+                raise self.fail("only the last Piecewise pair may have the condition True")
+            c = Node("true")
+        else:
+            c = self.cond(cond, depth + 1)
+        return Node("pair", "", (self.expr(value, depth + 1), c))
+
+    def cond(self, n: ast.AST, depth: int) -> Node:
+        self.enter(depth)
+        if isinstance(n, ast.Compare):
+            ops = []
+            for op in n.ops:
+                if type(op) not in _CMPOPS:
+                    raise self.fail(f"comparison {type(op).__name__} is not allowed (use < <= > >= == !=)")
+                ops.append(_CMPOPS[type(op)])
+            operands = (self.expr(n.left, depth + 1),) + tuple(self.expr(c, depth + 1) for c in n.comparators)
+            return Node("cmp", " ".join(ops), operands)
+        if isinstance(n, ast.BoolOp):
+            kind = "and" if isinstance(n.op, ast.And) else "or"
+            return Node(kind, "", tuple(self.cond(v, depth + 1) for v in n.values))
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not):
+            return Node("not", "", (self.cond(n.operand, depth + 1),))
+        raise self.fail(f"a condition (comparison, and, or, not) is expected, got {_describe(n)}")
+
+    def top(self, n: ast.AST) -> Node:
+        if self.allow_logic and (isinstance(n, (ast.Compare, ast.BoolOp))
+                                 or (isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not))):
+            return self.cond(n, 0)
+        return self.expr(n, 0)
+
+
+def parse_tree(text: str, variables: Iterable[str], *, functions: Mapping[str, Function] | None = None,
+               allow_logic: bool = False) -> Node:
+    """Validate `text` against the grammar and return its tree (no sympy involved)."""
+    if not isinstance(text, str):
+        raise ExpressionError(f"an expression must be text, got {type(text).__name__}")
+    if len(text) > MAX_LENGTH:
+        raise ExpressionError(f"expression is too long ({len(text)} characters, at most {MAX_LENGTH})")
+    if not text.strip():
+        raise ExpressionError("empty expression")
+    if "\x00" in text:
+        raise ExpressionError("expression contains a NUL character")
+    try:
+        # ``^`` is power, with the precedence of ``**`` (strings are refused, so this is exact)
+        tree = ast.parse(text.strip().replace("^", "**"), mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        why = getattr(exc, "msg", None) or type(exc).__name__
+        raise ExpressionError(f"cannot parse {quote(text)}: {why}") from None
+    walker = _Walker(text, variables, FUNCTIONS if functions is None else functions, allow_logic)
+    return walker.top(tree.body)
+
+
+def _pow(base: sp.Expr, exp: sp.Expr, fail) -> sp.Expr:
+    if exp.is_number:
+        try:
+            size = abs(complex(sp.N(exp, 15)))
+        except (TypeError, ValueError, OverflowError):
+            size = math.inf
+        if not size <= MAX_EXPONENT:
+            raise fail(f"exponent {sp.sstr(exp)[:40]} is larger than {MAX_EXPONENT} in absolute value")
+        if base.is_Rational and exp.is_Rational:
+            bits = max(abs(base.p).bit_length(), base.q.bit_length()) * abs(exp)
+            if bits > MAX_BITS:
+                raise fail(f"the exact number {sp.sstr(base)[:20]}**{sp.sstr(exp)} has more than "
+                           f"{MAX_BITS} bits")
+    return base ** exp
+
+
+def to_sympy(tree: Node, symbols: Mapping[str, sp.Symbol], *, text: str | None = None) -> sp.Basic:
+    """Build the sympy object of a validated tree, variables taken from `symbols`."""
+    label = text if text is not None else str(tree)
+
+    def fail(why):
+        return ExpressionError(f"cannot use {quote(label)}: {why}")
+
+    def build(n: Node):
+        k, c = n.kind, n.children
+        if k == "num":
+            return sp.Float(n.value) if any(ch in n.value for ch in ".eE") else sp.Integer(int(n.value))
+        if k == "var":
+            return symbols[n.value]
+        if k == "const":
+            return CONSTANTS[n.value]
+        if k == "true":
+            return sp.true
+        args = [build(x) for x in c]
+        if k == "op":
+            a, b = args
+            if n.value == "**":
+                return _pow(a, b, fail)
+            if n.value == "/" and b == 0:
+                raise fail("division by zero")
+            return {"+": a + b, "-": a - b, "*": a * b}[n.value] if n.value != "/" else a / b
+        if k == "neg":
+            return -args[0]
+        if k == "call":
+            if n.value == "Piecewise":
+                return sp.Piecewise(*args)
+            return FUNCTIONS[n.value].build(*args)
+        if k == "pair":
+            return tuple(args)
+        if k == "cmp":
+            ops = n.value.split()
+            parts = [_SYMPY_CMP[o](args[i], args[i + 1]) for i, o in enumerate(ops)]
+            return parts[0] if len(parts) == 1 else sp.And(*parts)
+        if k == "and":
+            return sp.And(*args)
+        if k == "or":
+            return sp.Or(*args)
+        if k == "not":
+            return sp.Not(args[0])
+        raise fail(f"internal: unknown node kind {k!r}")  # pragma: no cover
+
+    try:
+        out = build(tree)
+    except ExpressionError:
+        raise
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError, RecursionError) as exc:
+        raise fail(f"{type(exc).__name__}: {str(exc)[:120]}") from None
+    if isinstance(out, sp.Basic) and out.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
+        raise fail("it is infinite or undefined (e.g. a division by zero or log(0))")
+    if isinstance(out, sp.Basic) and out.has(sp.I):
+        raise fail("it is not real (e.g. sqrt of a negative number)")
+    return out
+
+
+def _symbol_table(variables) -> dict[str, sp.Symbol]:
+    if isinstance(variables, Mapping):
+        return dict(variables)
+    return {name: sp.Symbol(name) for name in variables}
+
+
+def parse_expression(text: str, variables: "Mapping[str, sp.Symbol] | Iterable[str]", *,
+                     allow_logic: bool = False, functions: Mapping[str, Function] | None = None,
+                     error: type[ExpressionError] = ExpressionError) -> sp.Basic:
+    """Parse `text` in the safe language into a sympy expression.
+
+    `variables` maps each allowed name to its sympy symbol (or lists names, given plain
+    symbols).  With ``allow_logic`` the top level may also be a condition such as
+    ``lambda_bar < 0 and d > 3`` (a sympy Boolean is returned).  Raises `error` (a
+    subclass of :class:`ExpressionError`) for anything outside the language.
+    """
+    return parse_with_tree(text, variables, allow_logic=allow_logic, functions=functions, error=error)[1]
+
+
+def parse_with_tree(text: str, variables, *, allow_logic: bool = False,
+                    functions: Mapping[str, Function] | None = None,
+                    error: type[ExpressionError] = ExpressionError) -> tuple[Node, sp.Basic]:
+    """As :func:`parse_expression`, also returning the validated tree."""
+    table = _symbol_table(variables)
+    try:
+        tree = parse_tree(text, table, functions=functions, allow_logic=allow_logic)
+        return tree, to_sympy(tree, table, text=text)
+    except ExpressionError as exc:
+        if error is ExpressionError or isinstance(exc, error):
+            raise
+        raise error(str(exc)) from None

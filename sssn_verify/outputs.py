@@ -1,0 +1,129 @@
+"""Every file the toolkit writes goes through here: checked first, written atomically.
+
+* :func:`output_path` checks a target *before any work starts*: its folder exists
+  and is writable, the target is not a folder; the extension is added only when
+  the name has none (and the caller is told, to say so).
+* :func:`write_atomic` writes into a temporary file in the target's folder, flushes
+  and fsyncs it, then renames it over the target.  A failed, interrupted or
+  size-limited write leaves the previous file intact and no temporary behind;
+  concurrent writers each rename a complete file, so the target is always one
+  of them, never a mixture.
+* :func:`private_folder` creates a cache folder readable by the user only and
+  refuses one that another user owns or others may write (its files are imported).
+"""
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Callable, Union
+
+from .errors import OutputError
+
+Data = Union[bytes, str, Callable]
+
+
+def output_path(path, *, extensions: tuple[str, ...] = (), default_ext: str | None = None,
+                what: str = "output") -> tuple[Path, str | None]:
+    """Check `path` as an output target; return (path to write, note or None).
+
+    With `extensions`, a name whose extension is not one of them is refused, unless
+    it has no extension at all: then `default_ext` is appended and the note says so.
+    """
+    if path is None or str(path) == "":
+        raise OutputError(f"{what}: empty file name")
+    p = Path(os.path.expanduser(str(path)))
+    note = None
+    if extensions:
+        ext = p.suffix.lower()
+        if not ext and default_ext:
+            p = p.with_name(p.name + default_ext)
+            note = f"{what}: no extension given, writing {p}"
+        elif ext not in extensions:
+            raise OutputError(f"{what} {str(path)!r}: extension {ext or '(none)'} is not supported "
+                              f"(use {', '.join(extensions)})")
+    check_folder(p.parent, what=what)
+    if p.is_dir():
+        raise OutputError(f"{what} {str(p)!r} is a folder, not a file")
+    if p.exists() and not os.access(p, os.W_OK):
+        # rename would still replace it if the folder is writable; refuse read-only files anyway
+        raise OutputError(f"{what} {str(p)!r} exists and is read-only")
+    return p, note
+
+
+def check_folder(folder, *, what: str = "output", create: bool = False) -> Path:
+    """`folder` exists (or is created when `create`), is a folder and is writable."""
+    f = Path(os.path.expanduser(str(folder))) if str(folder) else Path(".")
+    if create:
+        try:
+            f.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"{what}: cannot create folder {str(f)!r}: {exc.strerror or exc}") from None
+    if not f.exists():
+        raise OutputError(f"{what}: folder {str(f)!r} does not exist")
+    if not f.is_dir():
+        raise OutputError(f"{what}: {str(f)!r} is not a folder")
+    if not os.access(f, os.W_OK | os.X_OK):
+        raise OutputError(f"{what}: folder {str(f)!r} is not writable")
+    return f
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path, data: Data, *, mode: int | None = None, what: str = "output") -> Path:
+    """Write `data` (bytes, text, or a callable writing into a binary file object) to `path`.
+
+    The content goes to a temporary file in the same folder, is fsynced, and is renamed
+    over `path`; on any failure (including Ctrl-C or a file-size limit) the temporary is
+    removed and `path` is untouched.  `mode` defaults to 0o666 minus the umask.
+    """
+    p = Path(path)
+    folder = p.parent if str(p.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{p.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise OutputError(f"{what}: cannot write in {str(folder)!r}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            if callable(data):
+                data(fh)
+            else:
+                fh.write(data.encode() if isinstance(data, str) else data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, (0o666 & ~_umask()) if mode is None else mode)
+        os.replace(tmp, p)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise OutputError(f"{what}: writing {str(p)!r} failed ({exc.strerror or exc}); "
+                              "any previous file is unchanged") from None
+        raise
+    return p
+
+
+def private_folder(path) -> Path:
+    """Create `path` (mode 0700) or check it: owned by this user, not writable by others."""
+    p = Path(path)
+    try:
+        p.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.stat(p)
+    except OSError as exc:
+        raise OutputError(f"cache folder {str(p)!r}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise OutputError(f"cache folder {str(p)!r} is not a folder")
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise OutputError(f"cache folder {str(p)!r} belongs to another user; refusing to use it "
+                          "(set SSSN_VERIFY_CACHE to a folder of yours)")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise OutputError(f"cache folder {str(p)!r} is writable by other users; refusing to use it "
+                          f"(chmod go-w it, or set SSSN_VERIFY_CACHE)")
+    return p
