@@ -1,0 +1,393 @@
+"""Hypothesis as a search engine over the parameter domain (issue 13).
+
+``find(statement, assume=...)`` looks for a counterexample to a statement about the regime
+quantities of one parameter set (``lambda1``, ``lambda_bar``, ``k0``, ``k1``, ``c_att``,
+``d``, ``sigma_w``, ``sigma_b``, ``sigma_a``, ``beta``), e.g. ``"lambda_bar < 0"`` under
+``"d > 3"``.  Statements go through the one safe parser (:mod:`sssn_verify.expr`).
+
+The search is a hypothesis test: parameters are drawn from the domain (``DEFAULT_DOMAIN``,
+narrowed by simple bounds of the assumption such as ``d > 3``), ``target()`` pushes it toward
+the parameters where the statement holds by the smallest relative margin, and the first
+counterexample is *shrunk* by hypothesis to a minimal one (smallest ``d``, simplest sigmas,
+earliest activation).  It is reproducible from ``seed`` (hypothesis ``@seed``, no database).
+
+Numerical error is never mistaken for a counterexample.  Every quantity carries its stated
+error: ``k0``, ``k1``: the kernel bridge's ``error_bound`` (closed form: rounding; quadrature:
+measured fine-vs-coarse difference); ``lambda1``: that error propagated through
+((d-3) k1 - (d-1) k0)/2; ``lambda_bar`` (a numerical supremum over rho):
+``LAMBDA_BAR_ABS_ERR + LAMBDA_BAR_REL_ERR |lambda_bar|`` plus the kernel error propagated
+through the edge value ((d-1) k1 - (d-3) k0); the parameters are exact.  Each comparison
+``lhs OP rhs`` is judged three-valued on ``g = lhs - rhs`` with the first-order error bound
+``sum_q |dg/dq| err_q`` (doubled, plus rounding): it is *true* or *false* only when it is so
+for every g in that interval, otherwise *undetermined*.  A counterexample is a parameter set
+where the assumption is true and the statement false in this sense; undetermined examples
+are counted and reported, never counted as counterexamples.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Sequence
+
+import numpy as np
+import sympy as sp
+
+from .errors import ExpressionError, ParameterError
+from .params import check_int
+
+#: the default search domain of ``find`` (closed intervals; d is an integer)
+DEFAULT_DOMAIN: dict[str, tuple[float, float]] = {
+    "d": (2, 64), "sigma_w": (0.05, 3.0), "sigma_b": (0.0, 3.0), "sigma_a": (0.05, 3.0),
+    "beta": (0.0, 20.0),
+}
+PARAMETERS = tuple(DEFAULT_DOMAIN)
+#: the names a statement may use
+QUANTITIES = ("lambda1", "lambda_bar", "k0", "k1", "c_att") + PARAMETERS
+
+#: stated error of the numerical supremum lambda_bar (grid plus bounded refinement)
+LAMBDA_BAR_ABS_ERR = 1e-6
+LAMBDA_BAR_REL_ERR = 1e-4
+_ROUNDING = 1e-13
+
+
+# ----------------------------------------------------------------------------- statements
+@dataclass(frozen=True)
+class Statement:
+    """A parsed statement: a sympy Boolean over :data:`QUANTITIES`."""
+
+    text: str
+    expr: sp.Basic
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(s.name for s in self.expr.free_symbols)
+
+
+_SYMBOLS = {name: sp.Symbol(name, real=True) for name in QUANTITIES}
+
+
+def parse_statement(text: str, what: str = "statement") -> Statement:
+    """Parse a condition (comparisons joined by and/or/not) with the safe parser."""
+    from .expr import parse_expression
+    expr = parse_expression(text, _SYMBOLS, allow_logic=True)
+    if expr is sp.true or expr is sp.false:
+        raise ExpressionError(f"the {what} {text!r} is always {bool(expr)}: nothing to search")
+    if not isinstance(expr, sp.logic.boolalg.Boolean):
+        raise ExpressionError(f"the {what} {text!r} is not a condition (use a comparison such as "
+                              "'lambda_bar < 0', joined by and/or/not)")
+    return Statement(text, expr)
+
+
+@lru_cache(maxsize=256)
+def _atom_functions(atom: sp.Basic):
+    """g = lhs - rhs of a relation, and its gradient, as numpy functions of QUANTITIES."""
+    g = atom.lhs - atom.rhs
+    args = [_SYMBOLS[n] for n in QUANTITIES]
+    grad = [sp.diff(g, s) for s in args]
+    return sp.lambdify(args, g, "numpy"), sp.lambdify(args, grad, "numpy")
+
+
+def _atom(atom, values, errors):
+    """(truth in {True, False, None}, signed relative margin by which the relation holds)."""
+    g_fn, grad_fn = _atom_functions(atom)
+    args = [values[n] for n in QUANTITIES]
+    with np.errstate(all="ignore"):
+        g = float(g_fn(*args))
+        grad = np.asarray(grad_fn(*args), dtype=float).ravel()
+    if math.isnan(g):
+        return None, math.nan
+    if math.isinf(g):
+        err = 0.0
+    else:
+        err_q = np.array([errors[n] for n in QUANTITIES])
+        terms = np.abs(grad) * err_q
+        terms[err_q == 0] = 0.0
+        err = 2.0 * float(np.sum(terms)) if np.all(np.isfinite(terms)) else math.inf
+        err += _ROUNDING * abs(g)
+    lo, hi = g - err, g + err
+    exact = err == 0.0
+    scale = abs(g) + err + 1e-300
+    kind = type(atom)
+    if kind in (sp.StrictLessThan, sp.LessThan, sp.StrictGreaterThan, sp.GreaterThan):
+        if kind in (sp.StrictGreaterThan, sp.GreaterThan):      # a > b  <=>  b - a < 0
+            lo, hi, g = -hi, -lo, -g
+        strict = kind in (sp.StrictLessThan, sp.StrictGreaterThan)
+        if strict:
+            truth = True if hi < 0 else (False if lo > 0 or (exact and g >= 0) else None)
+        else:
+            truth = True if hi < 0 or (exact and g <= 0) else (False if lo > 0 else None)
+        return truth, -g / scale if math.isfinite(g) else math.copysign(1.0, -g)
+    if kind in (sp.Equality, sp.Unequality):
+        eq = True if exact and g == 0 else (False if lo > 0 or hi < 0 else None)
+        margin = -abs(g) / scale if math.isfinite(g) else -1.0
+        if kind is sp.Unequality:
+            return (None if eq is None else not eq), -margin
+        return eq, margin
+    raise ExpressionError(f"cannot judge {atom} (a comparison is expected)")
+
+
+def judge(expr: sp.Basic, values: dict[str, float], errors: dict[str, float]):
+    """Three-valued truth of a statement at `values` given `errors`, and its margin.
+
+    Returns ``(truth, margin)``: truth is True/False when it holds/fails beyond the stated
+    errors, None when undetermined; margin > 0 is how much (relatively) it holds.
+    """
+    if expr is sp.true:
+        return True, 1.0
+    if expr is sp.false:
+        return False, -1.0
+    if isinstance(expr, sp.Not):
+        t, m = judge(expr.args[0], values, errors)
+        return (None if t is None else not t), -m
+    if isinstance(expr, (sp.And, sp.Or)):
+        parts = [judge(a, values, errors) for a in expr.args]
+        truths = [t for t, _ in parts]
+        margins = [m for _, m in parts if not math.isnan(m)]
+        if isinstance(expr, sp.And):
+            truth = False if False in truths else (True if all(t is True for t in truths) else None)
+            return truth, min(margins) if margins else math.nan
+        truth = True if True in truths else (False if all(t is False for t in truths) else None)
+        return truth, max(margins) if margins else math.nan
+    if isinstance(expr, sp.core.relational.Relational):
+        return _atom(expr, values, errors)
+    raise ExpressionError(f"cannot judge {expr} (comparisons joined by and/or/not are expected)")
+
+
+# ----------------------------------------------------------------------------- quantities
+def quantities(point: dict[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
+    """The regime quantities at `point` (activation, d, sigmas, beta) and their stated errors."""
+    from .numeric.kernels import kernel
+    from .params import ModelParams
+    from .regime import regime
+    p = ModelParams(d=point["d"], activation=point["activation"], sigma_w=point["sigma_w"],
+                    sigma_b=point["sigma_b"], sigma_a=point["sigma_a"], beta=point["beta"])
+    r = regime(p)
+    eb = float(kernel(p.activation, p.sigma_w, p.sigma_b, p.sigma_a).error_bound)
+    d = p.d
+    values = {"lambda1": r.lambda1, "lambda_bar": r.lambda_bar, "k0": r.k0, "k1": r.k1,
+              "c_att": r.c_att, "d": float(d), "sigma_w": p.sigma_w, "sigma_b": p.sigma_b,
+              "sigma_a": p.sigma_a, "beta": p.beta}
+    e_k1 = 0.0 if math.isinf(r.k1) else eb
+    errors = {"k0": eb, "k1": e_k1,
+              "lambda1": 0.5 * (abs(d - 3) * e_k1 + (d - 1) * eb) + _ROUNDING * _fabs(r.lambda1),
+              "lambda_bar": (LAMBDA_BAR_ABS_ERR + LAMBDA_BAR_REL_ERR * _fabs(r.lambda_bar)
+                             + (d - 1) * e_k1 + abs(d - 3) * eb),
+              "c_att": _ROUNDING * abs(r.c_att)}
+    errors.update({k: 0.0 for k in PARAMETERS})
+    return values, errors
+
+
+def _fabs(x: float) -> float:
+    return abs(x) if math.isfinite(x) else 0.0
+
+
+# ----------------------------------------------------------------------------- domain
+def _narrow(domain: dict[str, list], assumption: Statement | None) -> dict[str, list]:
+    """Tighten `domain` by the assumption's top-level conjuncts `param OP number`.
+
+    Each entry is ``[low, high, low_open, high_open]``; the assumption is still checked on
+    every example, this only keeps hypothesis from drawing where it cannot hold (so that
+    ``d > 3`` shrinks to d = 4).
+    """
+    if assumption is None:
+        return domain
+    conj = assumption.expr.args if isinstance(assumption.expr, sp.And) else (assumption.expr,)
+    for atom in conj:
+        if not isinstance(atom, sp.core.relational.Relational) or isinstance(atom, sp.Unequality):
+            continue
+        lhs, rhs, kind = atom.lhs, atom.rhs, type(atom)
+        if isinstance(rhs, sp.Symbol) and lhs.is_number:        # 3 < d  ->  d > 3
+            lhs, rhs = rhs, lhs
+            kind = {sp.StrictLessThan: sp.StrictGreaterThan, sp.LessThan: sp.GreaterThan,
+                    sp.StrictGreaterThan: sp.StrictLessThan, sp.GreaterThan: sp.LessThan}.get(kind, kind)
+        if not (isinstance(lhs, sp.Symbol) and lhs.name in domain and rhs.is_number and rhs.is_real):
+            continue
+        b = domain[lhs.name]
+        c = float(rhs)
+        if kind in (sp.StrictGreaterThan, sp.GreaterThan, sp.Equality) and (c > b[0] or (c == b[0] and kind is sp.StrictGreaterThan)):
+            b[0], b[2] = c, kind is sp.StrictGreaterThan
+        if kind in (sp.StrictLessThan, sp.LessThan, sp.Equality) and (c < b[1] or (c == b[1] and kind is sp.StrictLessThan)):
+            b[1], b[3] = c, kind is sp.StrictLessThan
+    for name, (lo, hi, lo_open, hi_open) in domain.items():
+        if name == "d":
+            lo_i = math.floor(lo) + 1 if (lo_open and float(lo).is_integer()) else math.ceil(lo)
+            hi_i = math.ceil(hi) - 1 if (hi_open and float(hi).is_integer()) else math.floor(hi)
+            domain[name] = [lo_i, hi_i, False, False]
+            lo, hi, lo_open, hi_open = lo_i, hi_i, False, False
+        if lo > hi or (lo == hi and (lo_open or hi_open)):
+            raise ParameterError("assume", assumption.text, f"leaves no value of {name} in the search domain")
+    return domain
+
+
+def _strategy(domain: dict[str, list], activations: Sequence[str]):
+    from hypothesis import strategies as st
+    out = {"activation": st.sampled_from(list(activations))}
+    for name, (lo, hi, lo_open, hi_open) in domain.items():
+        if name == "d":
+            out[name] = st.integers(int(lo), int(hi))
+        elif lo == hi:
+            out[name] = st.just(float(lo))
+        else:
+            out[name] = st.floats(float(lo), float(hi), exclude_min=lo_open, exclude_max=hi_open,
+                                  allow_nan=False, allow_infinity=False)
+    return st.fixed_dictionaries(out)
+
+
+def all_activations() -> tuple[str, ...]:
+    """The activations searched by ``--activations all`` (closed-form kernels first)."""
+    from .strategies import CLOSED_FORM_ACTIVATIONS, QUADRATURE_ACTIVATIONS
+    return tuple(CLOSED_FORM_ACTIVATIONS) + tuple(QUADRATURE_ACTIVATIONS)
+
+
+# ----------------------------------------------------------------------------- search
+@dataclass
+class FindResult:
+    """The outcome of :func:`find`."""
+
+    statement: str
+    assumption: str | None
+    found: bool
+    counterexample: dict[str, Any] | None
+    values: dict[str, float] | None
+    errors: dict[str, float] | None
+    examples: int
+    undetermined: int
+    domain: dict[str, Any]
+    seed: int
+    max_examples: int
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        from .stats import _jsonable
+        return _jsonable({
+            "statement": self.statement, "assumption": self.assumption, "found": self.found,
+            "counterexample": self.counterexample,
+            "values": None if self.values is None else {k: _num(v) for k, v in self.values.items()},
+            "errors": None if self.errors is None else {k: _num(v) for k, v in self.errors.items()},
+            "examples": self.examples, "undetermined": self.undetermined, "domain": self.domain,
+            "seed": self.seed, "max_examples": self.max_examples, "notes": self.notes})
+
+    def text(self) -> str:
+        cond = f" assuming {self.assumption}" if self.assumption else ""
+        if not self.found:
+            lines = [f"no counterexample to {self.statement}{cond} in {self.examples} examples "
+                     f"(seed {self.seed}; {self.undetermined} undetermined within numerical error)"]
+        else:
+            c = self.counterexample
+            lines = [f"counterexample to {self.statement}{cond} (shrunk; {self.examples} examples, "
+                     f"seed {self.seed}):",
+                     f"  activation {c['activation']}, d = {c['d']}, sigma_w = {c['sigma_w']:.10g}, "
+                     f"sigma_b = {c['sigma_b']:.10g}, sigma_a = {c['sigma_a']:.10g}, beta = {c['beta']:.10g}",
+                     "  " + "   ".join(f"{k} = {self.values[k]:.10g} (+- {self.errors[k]:.2g})"
+                                      for k in ("lambda1", "lambda_bar", "k0", "k1", "c_att"))]
+        dom = ", ".join(f"{k} in {v}" for k, v in self.domain.items())
+        lines.append(f"domain: {dom}")
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _num(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v
+
+
+class _Counterexample(Exception):
+    """Raised inside the hypothesis test to mark a counterexample (hypothesis then shrinks)."""
+
+
+def find(statement: str, assume: str | None = None, *, activation: str | None = "relu",
+         activations: Sequence[str] | None = None, max_examples: int = 100, seed: int = 0,
+         max_shrinks: int = 300) -> FindResult:
+    """Search the domain for a counterexample to `statement` (under `assume`), shrunk.
+
+    `activations` (a list, e.g. :func:`all_activations`) overrides `activation`.  At most
+    `max_examples` parameter sets are drawn; once a counterexample is found at most
+    `max_shrinks` further evaluations are spent shrinking it (deterministic, so the result
+    depends only on `seed`).
+    """
+    from hypothesis import HealthCheck, Phase, Verbosity, assume as h_assume, given, settings
+    from hypothesis import seed as h_seed, target
+    from hypothesis.errors import Unsatisfiable
+
+    from .activations import get_activation
+
+    stmt = parse_statement(statement)
+    cond = parse_statement(assume, "assumption") if assume else None
+    max_examples = check_int("max_examples", max_examples, 1)
+    seed = check_int("seed", seed, 0)
+    max_shrinks = check_int("max_shrinks", max_shrinks, 0)
+    acts = list(activations) if activations else [activation or "relu"]
+    acts = list(dict.fromkeys(get_activation(a).name for a in acts))
+    domain = _narrow({k: [lo, hi, False, False] for k, (lo, hi) in DEFAULT_DOMAIN.items()}, cond)
+
+    cache: dict[tuple, tuple[bool | None, float, Any]] = {}
+    state = {"evals": 0, "first": None, "undetermined": 0, "last": None}
+
+    def evaluate(point):
+        key = tuple(point[k] for k in ("activation",) + PARAMETERS)
+        if key in cache:
+            return cache[key]
+        if state["first"] is not None and state["evals"] - state["first"] >= max_shrinks:
+            return None, math.nan, None          # shrinking budget spent: not a counterexample
+        state["evals"] += 1
+        try:
+            values, errors = quantities(point)
+        except ParameterError:
+            out = (None, math.nan, None)         # outside the model's domain (e.g. sw = sb = 0)
+        else:
+            ok_assume = True if cond is None else judge(cond.expr, values, errors)[0]
+            if ok_assume is not True:
+                out = ("skip", math.nan, None)
+            else:
+                truth, margin = judge(stmt.expr, values, errors)
+                if truth is None:
+                    state["undetermined"] += 1
+                out = (truth, margin, (values, errors))
+        cache[key] = out
+        return out
+
+    @settings(max_examples=max_examples, derandomize=False, database=None, deadline=None,
+              phases=(Phase.generate, Phase.target, Phase.shrink), verbosity=Verbosity.quiet,
+              suppress_health_check=list(HealthCheck), report_multiple_bugs=False, print_blob=False)
+    @h_seed(seed)
+    @given(_strategy(domain, acts))
+    def search(point):
+        truth, margin, data = evaluate(point)
+        h_assume(truth != "skip")
+        if not math.isnan(margin):
+            target(-max(-1e6, min(1e6, margin)), label="closeness to failing")
+        if truth is False:
+            if state["first"] is None:
+                state["first"] = state["evals"]
+            state["last"] = (dict(point), data)
+            raise _Counterexample()
+
+    notes = []
+    try:
+        search()
+    except _Counterexample:
+        pass
+    except Unsatisfiable:
+        notes.append("the assumption held at no drawn parameter set")
+    dom: dict[str, Any] = {k: [v[0], v[1]] for k, v in domain.items()}
+    dom["activation"] = acts
+    strict = [f"{k} > {v[0]:g}" for k, v in domain.items() if v[2]]
+    strict += [f"{k} < {v[1]:g}" for k, v in domain.items() if v[3]]
+    if strict:
+        dom["strict"] = strict
+    if state["first"] is not None and state["evals"] - state["first"] >= max_shrinks:
+        notes.append(f"shrinking stopped after {max_shrinks} evaluations (max_shrinks)")
+    if state["last"] is None:
+        return FindResult(statement, assume, False, None, None, None, state["evals"],
+                          state["undetermined"], dom, seed, max_examples, notes)
+    point, (values, errors) = state["last"]
+    point = {"activation": point["activation"], "d": int(point["d"]),
+             **{k: float(point[k]) for k in PARAMETERS if k != "d"}}
+    return FindResult(statement, assume, True, point, values, errors, state["evals"],
+                      state["undetermined"], dom, seed, max_examples, notes)
+
+
+__all__ = ["find", "FindResult", "parse_statement", "judge", "quantities", "all_activations",
+           "DEFAULT_DOMAIN", "QUANTITIES", "LAMBDA_BAR_ABS_ERR", "LAMBDA_BAR_REL_ERR"]
