@@ -1,7 +1,8 @@
 """Regime explorer: the synchronization rates of one parameter set (SPEC sections 5-6).
 
 ``regime(params)`` returns k0, k1 (numeric kernel bridge), lambda_1, lambda_bar(beta) with
-its argmax, the edge value, C_att, and two verdicts:
+its argmax, the edge value, C_att, the Lyapunov spectrum (d-1 values, descending) and the
+log-distance variance rate sigma^2 (``sync_time``), and two verdicts:
 
 * ``synchronizes``: ``lambda_1 < 0`` (True), ``> 0`` (False), undetermined (None) when
   lambda_1 is 0 or undefined (phi with a jump in d = 3, where k1 = inf meets d - 3 = 0);
@@ -26,6 +27,7 @@ from .numeric.kernels import kernel
 from .numeric.rates import c_att as _c_att
 from .numeric.rates import c_att_general, lambda1, lambda_bar_from_kernel, lambda_edge, near_sync_rate
 from .params import ModelParams
+from .sync_time import log_distance_variance, lyapunov_spectrum
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class Regime:
     rate_lower_bound: float
     synchronizes: bool | None
     dissipates: bool | None
+    lyapunov_spectrum: tuple[float, ...] = ()
+    log_distance_variance: float = math.nan
 
     def to_dict(self) -> dict:
         return {k: _json_number(v) for k, v in asdict(self).items()}
@@ -71,6 +75,9 @@ class Regime:
             f"C_att = {fmt(self.c_att)}   (general bound {fmt(self.c_att_general)})",
             f"lambda_bar + C_att = {fmt(self.lambda_bar + self.c_att)}   (no uniform rate below "
             f"lambda_edge - 2 lambda_min(V_sym) = {fmt(self.rate_lower_bound)})",
+            f"Lyapunov spectrum lambda_i = ((d-1-2i) k1 - (d-1) k0)/2: "
+            + ", ".join(fmt(x) for x in self.lyapunov_spectrum),
+            f"log-distance variance rate sigma^2 = k0 + k1 = {fmt(self.log_distance_variance)}",
             f"two-point synchronization: {verdict[self.synchronizes]}",
             f"energy dissipation: {verdict[self.dissipates]}",
         ]
@@ -78,6 +85,8 @@ class Regime:
 
 
 def _json_number(v):
+    if isinstance(v, (list, tuple)):
+        return [_json_number(x) for x in v]
     if isinstance(v, float):
         if math.isnan(v):
             return None
@@ -108,7 +117,9 @@ def regime(params: ModelParams) -> Regime:
         sigma_a=params.sigma_a, beta=params.beta, kernel_method=kf.method, k0=float(kf.k0),
         k1=float(kf.k1), lambda1=float(lam1), lambda_bar=float(lam_bar), lambda_bar_argmax=float(argmax),
         lambda_bar_edge=float(edge), sup_at_edge=bool(argmax == 1.0), c_att=float(catt),
-        c_att_general=float(cgen), rate_lower_bound=float(lower), synchronizes=sync, dissipates=diss)
+        c_att_general=float(cgen), rate_lower_bound=float(lower), synchronizes=sync, dissipates=diss,
+        lyapunov_spectrum=tuple(float(x) for x in lyapunov_spectrum(params.d, kf.k0, kf.k1)),
+        log_distance_variance=float(log_distance_variance(kf.k0, kf.k1)))
 
 
 __all__ = ["Regime", "regime"]

@@ -1,0 +1,139 @@
+"""``sssn-verify sync-time``: the law of the time two tokens take to come from eps0 to eps.
+
+Prints lambda_1, the log-distance variance rate sigma^2, the mean, std and 0.1/0.5/0.9
+quantiles of the synchronization time, p_reach (1 when lambda_1 < 0) and the time by which
+the collapse has happened with probability 1 - alpha (and the depth at step ``--delta``).
+``--simulate`` adds the empirical first-passage times of two-token runs of the Gaussian
+transformer (a Kolmogorov-Smirnov p-value; with ``--plot`` their CDF over the predicted one).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..sync_time import censored_ks
+from ..params import check_int, check_real
+from .common import add_kernel_options, params_from_args, print_json
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "sync-time", help="law of the synchronization time of two tokens (eps0 -> eps) and the depth needed",
+        description="In the small-distance limit log|x_1 - x_2| is a Brownian motion with drift lambda_1 "
+                    "and variance rate sigma^2 (derived); the time to go from eps0 to eps is inverse "
+                    "Gaussian when lambda_1 < 0 and reached with probability (eps0/eps)^(-2 lambda_1/sigma^2) "
+                    "when lambda_1 > 0.")
+    add_kernel_options(p)
+    p.add_argument("--d", type=int, default=3, help="ambient dimension (tokens on S^{d-1})")
+    p.add_argument("--eps0", type=float, required=True, help="initial distance |x_1 - x_2| (small)")
+    p.add_argument("--eps", type=float, required=True, help="target distance, 0 < eps < eps0")
+    p.add_argument("--alpha", type=float, default=0.1,
+                   help="time (and depth) for the collapse to have happened with probability 1 - alpha")
+    p.add_argument("--delta", type=float, default=None, help="step T/L of the network: report the depth")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--plot", default=None, metavar="FILE.png", help="the predicted CDF (and the empirical one)")
+    p.add_argument("--simulate", action="store_true",
+                   help="also simulate two-token runs of the Gaussian transformer and compare")
+    p.add_argument("--paths", type=int, default=2000, help="paths for --simulate")
+    p.add_argument("--step", type=float, default=0.005, help="layer step for --simulate")
+    p.add_argument("--horizon", type=float, default=None,
+                   help="longest simulated time (default: the 0.999-quantile, or 10/|lambda_1|)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=run)
+
+
+def _simulation_horizon(law, horizon) -> float:
+    if horizon is not None:
+        return check_real("horizon", horizon, 0.0, strict=True)
+    if law.lambda1 < 0:
+        return law.ppf(0.999)
+    return 10.0 / max(abs(law.lambda1), 1e-3)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..sync_time import first_passage_times, sync_time_law
+    alpha = check_real("alpha", args.alpha, 0.0, strict=True, maximum=1.0)
+    if alpha >= 1.0:
+        raise ParameterError("alpha", alpha, "must lie in (0, 1)")
+    delta = None if args.delta is None else check_real("delta", args.delta, 0.0, strict=True)
+    if args.plot:
+        _check_target(args.plot)
+    params = params_from_args(args)
+    law = sync_time_law(params, args.eps0, args.eps)
+    out = law.to_dict(alpha, delta)
+    fp = None
+    if args.simulate:
+        paths = check_int("paths", args.paths, 2)
+        T = _simulation_horizon(law, args.horizon)
+        steps = T / check_real("step", args.step, 0.0, strict=True)
+        if steps > 1e6:
+            raise ParameterError("horizon", T, f"needs {steps:.3g} layers of step {args.step}: at most 1e6")
+        fp = first_passage_times(params, law.eps0, law.eps, step=args.step, max_time=T, n_paths=paths,
+                                 seed=check_int("seed", args.seed, 0), progress=False)
+        ks_d, ks_p = censored_ks(fp, law)
+        out["simulation"] = {"model": "gaussian", "n_paths": paths, "step": args.step,
+                             "horizon": fp.max_time, "reached": float(fp.reached.mean()),
+                             "predicted_reached": float(law.cdf(fp.max_time)),
+                             "mean_of_reached": float(fp.times[fp.reached].mean()) if fp.reached.any() else None,
+                             "ks_statistic": ks_d, "ks_pvalue": ks_p}
+    if args.plot:
+        plot(law, args.plot, fp)
+    if args.json:
+        print_json(out)
+    else:
+        print(law.text(alpha, delta))
+        if fp is not None:
+            s = out["simulation"]
+            print(f"simulated ({s['n_paths']} two-token runs, step {s['step']}): reached by t = "
+                  f"{s['horizon']:.4g}: {s['reached']:.4f} (predicted {s['predicted_reached']:.4f}); "
+                  f"Kolmogorov-Smirnov p = {s['ks_pvalue']:.3g}")
+        if args.plot:
+            print(f"saved {args.plot}")
+    return 0
+
+
+def _check_target(path: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    if os.path.isdir(path):
+        raise ParameterError("plot", path, "is a directory")
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise ParameterError("plot", path, "its folder does not exist or is not writable")
+
+
+def plot(law, path: str, fp=None) -> None:
+    """Predicted CDF of the synchronization time (and the empirical one); written atomically."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    hi = fp.max_time if fp is not None else (law.ppf(0.995) if law.lambda1 < 0 else 10.0 / abs(law.lambda1))
+    ts = np.linspace(0.0, hi, 400)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.plot(ts, law.cdf(ts), color="C3", linewidth=2, label="predicted P(tau <= t)")
+    if fp is not None:
+        tt = np.sort(fp.times[fp.reached])
+        ax.step(tt, np.arange(1, tt.size + 1) / fp.n_paths, where="post", color="C0",
+                label=f"two-token runs ({fp.n_paths} paths, step {fp.step:g})")
+    if law.lambda1 > 0:
+        ax.axhline(law.p_reach, color="0.5", linestyle="--", label=f"p_reach = {law.p_reach:.3g}")
+    ax.set_xlabel("time t (depth x step)")
+    ax.set_ylabel("P(|x_1 - x_2| has reached eps by t)")
+    ax.set_title(f"synchronization time: eps0 = {law.eps0:g} -> eps = {law.eps:g}, "
+                 f"lambda_1 = {law.lambda1:.4g}, sigma^2 = {law.sigma2:.4g}", fontsize=9)
+    ax.legend()
+    fig.tight_layout()
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(suffix=".png", dir=folder)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=110, format="png")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    finally:
+        plt.close(fig)

@@ -1,0 +1,361 @@
+"""The law of synchronization (SPEC section 8), in numbers: the Lyapunov spectrum, the variance
+rate of the log-distance and the law of the first time two tokens come within eps.
+
+Every formula is lambdified from ``symbolic.spectrum`` (nothing typed in):
+
+* ``lyapunov_spectrum(d, k0, k1)``: lambda_i = ((d-1-2i) k1 - (d-1) k0)/2, i = 1..d-1;
+* ``log_distance_variance(k0, k1)``: sigma^2 = k0 + k1;
+* ``SyncTimeLaw``: log|x_1 - x_2| is a Brownian motion with drift lambda_1 and variance rate
+  sigma^2 at small distance, so the time tau to go from eps0 to eps < eps0 is inverse
+  Gaussian when lambda_1 < 0 (numbers from ``scipy.stats.invgauss`` with the derived
+  (mu, scale)); for lambda_1 >= 0 the (possibly defective) CDF of the method of images is
+  used, p_reach = (eps0/eps)^(-2 lambda_1/sigma^2) when lambda_1 > 0.  The depth at step delta
+  is ``ceil(t_{1-alpha} / delta)``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import sympy as sp
+from scipy import optimize, stats
+
+from .errors import ParameterError
+from .params import ModelParams, check_int, check_real
+
+QUANTILE_LEVELS = (0.1, 0.5, 0.9)
+
+
+@lru_cache(maxsize=None)
+def _spectrum_fn():
+    from .symbolic.spectrum import i_idx, spectrum
+    from .symbolic.two_point import d, k0, k1
+    return sp.lambdify((i_idx, d, k0, k1), spectrum(), "numpy")
+
+
+@lru_cache(maxsize=None)
+def _variance_fn():
+    from .symbolic.spectrum import variance_rate_tangent
+    from .symbolic.two_point import k0, k1
+    return sp.lambdify((k0, k1), variance_rate_tangent(), "math")
+
+
+@lru_cache(maxsize=None)
+def _law_fns():
+    """(mean, variance, p_reach for m < 0, cdf, invgauss (mu, scale)) as callables of (m, sigma^2, a[, t])."""
+    from .symbolic.spectrum import (a_lvl, drift_m, image_density, passage_moments,
+                                    scipy_invgauss_parameters, sigma2, t)
+    mom = passage_moments()
+    _, cdf, _ = image_density()
+    mu_s, scale = scipy_invgauss_parameters()
+    args = (drift_m, sigma2, a_lvl)
+    return {"mean": sp.lambdify(args, mom["mean"], "math"),
+            "variance": sp.lambdify(args, mom["variance"], "math"),
+            "p_reach_away": sp.lambdify(args, mom["p_reach_away"], "math"),
+            "cdf": sp.lambdify(args + (t,), cdf, ["scipy", "numpy"]),
+            "mu": sp.lambdify(args, mu_s, "math"), "scale": sp.lambdify(args, scale, "math")}
+
+
+def lyapunov_spectrum(d: int, k0: float, k1: float) -> np.ndarray:
+    """lambda_1 >= ... >= lambda_{d-1} (k1 = inf: +-inf by the sign of d-1-2i, nan where it is 0)."""
+    d = check_int("d", d, 2)
+    k0 = check_real("k0", k0, 0.0)
+    k1 = float(k1)
+    if math.isnan(k1):
+        raise ParameterError("k1", k1, "must not be nan")
+    i = np.arange(1, d)
+    if math.isinf(k1):
+        return np.where(d - 1 - 2 * i == 0, np.nan, np.sign(d - 1 - 2 * i) * np.inf)
+    return np.asarray(_spectrum_fn()(i, d, k0, k1), dtype=float) * np.ones(d - 1)
+
+
+def log_distance_variance(k0: float, k1: float) -> float:
+    """sigma^2 = lim Var(log|V_t|)/t (k1 = inf gives inf)."""
+    k0 = check_real("k0", k0, 0.0)
+    k1 = float(k1)
+    if math.isinf(k1):
+        return math.inf
+    return float(_variance_fn()(k0, k1))
+
+
+@dataclass(frozen=True)
+class SyncTimeLaw:
+    """Law of tau = first time |x_1 - x_2| falls from eps0 to eps (small-distance limit)."""
+
+    lambda1: float
+    sigma2: float
+    eps0: float
+    eps: float
+
+    @property
+    def level(self) -> float:
+        """a = log(eps0 / eps)."""
+        return math.log(self.eps0 / self.eps)
+
+    @property
+    def _args(self):
+        return (-self.lambda1, self.sigma2, self.level)
+
+    @property
+    def inverse_gaussian(self):
+        """The frozen scipy.stats.invgauss law (lambda_1 < 0 only)."""
+        if not self.lambda1 < 0:
+            raise ParameterError("lambda_1", self.lambda1, "must be < 0 for an inverse Gaussian law")
+        f = _law_fns()
+        return stats.invgauss(f["mu"](*self._args), scale=f["scale"](*self._args))
+
+    @property
+    def p_reach(self) -> float:
+        if self.lambda1 <= 0:
+            return 1.0
+        return float(_law_fns()["p_reach_away"](*self._args))
+
+    @property
+    def mean(self) -> float:
+        return float(self.inverse_gaussian.mean()) if self.lambda1 < 0 else math.inf
+
+    @property
+    def std(self) -> float:
+        return float(self.inverse_gaussian.std()) if self.lambda1 < 0 else math.inf
+
+    def cdf(self, times) -> np.ndarray:
+        """P(tau <= t) (defective when lambda_1 > 0: tends to p_reach)."""
+        tt = np.asarray(times, dtype=float)
+        if self.lambda1 < 0:
+            return self.inverse_gaussian.cdf(tt)
+        pos = np.where(tt > 0, tt, 1.0)
+        return np.where(tt > 0, _law_fns()["cdf"](*self._args, pos), 0.0)
+
+    def ppf(self, q: float) -> float:
+        """The q-quantile of tau (inf when q >= p_reach)."""
+        q = check_real("quantile", q, 0.0, strict=True, maximum=1.0)
+        if self.lambda1 < 0:
+            return float(self.inverse_gaussian.ppf(q)) if q < 1 else math.inf
+        if q >= self.p_reach:
+            return math.inf
+        hi = self.level ** 2 / self.sigma2
+        while float(self.cdf(hi)) < q:
+            hi *= 2.0
+            if hi > 1e300:
+                return math.inf
+        return float(optimize.brentq(lambda x: float(self.cdf(x)) - q, 0.0, hi, xtol=1e-14 * hi,
+                                     rtol=1e-13))
+
+    def quantiles(self, levels=QUANTILE_LEVELS) -> dict[str, float]:
+        return {f"{q:g}": self.ppf(q) for q in levels}
+
+    def time_for_alpha(self, alpha: float) -> float:
+        """The smallest t with P(tau <= t) >= 1 - alpha (inf if never)."""
+        alpha = check_real("alpha", alpha, 0.0, strict=True, maximum=1.0)
+        if alpha >= 1.0:
+            raise ParameterError("alpha", alpha, "must lie in (0, 1)")
+        return self.ppf(1.0 - alpha)
+
+    def depth(self, alpha: float, delta: float) -> float:
+        """L(eps0, eps, alpha) = ceil(t_{1-alpha} / delta) layers of step delta (inf if never)."""
+        from .symbolic.spectrum import delta as dsym, depth_formula, t_alpha
+        delta = check_real("delta", delta, 0.0, strict=True)
+        ta = self.time_for_alpha(alpha)
+        if not math.isfinite(ta):
+            return math.inf
+        return float(sp.Integer(depth_formula().subs({t_alpha: sp.Float(ta, 17), dsym: sp.Float(delta, 17)})))
+
+    def to_dict(self, alpha: float = 0.1, delta: float | None = None) -> dict:
+        out = {"lambda1": self.lambda1, "log_distance_variance": self.sigma2, "eps0": self.eps0,
+               "eps": self.eps, "mean": self.mean, "std": self.std, "quantiles": self.quantiles(),
+               "p_reach": self.p_reach, "alpha": alpha, "time_for_alpha": self.time_for_alpha(alpha)}
+        if delta is not None:
+            out["delta"] = delta
+            out["depth_for_alpha"] = self.depth(alpha, delta)
+        return _json(out)
+
+    def text(self, alpha: float = 0.1, delta: float | None = None) -> str:
+        def f(x):
+            return f"{x:.6g}"
+        lines = [f"lambda_1 = {f(self.lambda1)}   sigma^2 = {f(self.sigma2)}   "
+                 f"a = log(eps0/eps) = {f(self.level)}",
+                 "law of the synchronization time: " + ("inverse Gaussian" if self.lambda1 < 0 else
+                                                        "defective (lambda_1 >= 0)" if self.lambda1 > 0
+                                                        else "Levy (lambda_1 = 0)"),
+                 f"mean = {f(self.mean)}   std = {f(self.std)}   p_reach = {f(self.p_reach)}",
+                 "quantiles: " + "  ".join(f"q{k} = {f(v)}" for k, v in self.quantiles().items()),
+                 f"time for P(tau <= t) >= {f(1 - alpha)}: {f(self.time_for_alpha(alpha))}"]
+        if delta is not None:
+            lines.append(f"depth at step delta = {f(delta)}: L = {f(self.depth(alpha, delta))}")
+        return "\n".join(lines)
+
+
+def _json(v):
+    if isinstance(v, dict):
+        return {k: _json(x) for k, x in v.items()}
+    if isinstance(v, float):
+        if math.isnan(v):
+            return None
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+    return v
+
+
+def sync_time_law(params: ModelParams, eps0: float, eps: float) -> SyncTimeLaw:
+    """The law of the synchronization time for `params` (noise-only flow, k0, k1 from the kernel)."""
+    from .numeric.kernels import kernel
+    from .numeric.rates import lambda1
+    eps0 = check_real("eps0", eps0, 0.0, strict=True, maximum=2.0)
+    eps = check_real("eps", eps, 0.0, strict=True)
+    if not eps < eps0:
+        raise ParameterError("eps", eps, f"must be < eps0 = {eps0}")
+    kf = kernel(params.activation, params.sigma_w, params.sigma_b, params.sigma_a)
+    if not math.isfinite(kf.k1):
+        raise ParameterError("activation", params.activation.name,
+                             "has a jump (k1 = inf): the log-distance has infinite variance rate")
+    s2 = log_distance_variance(kf.k0, kf.k1)
+    if not s2 > 0:
+        raise ParameterError("sigma_a", params.sigma_a, "gives no noise (k0 + k1 = 0): nothing moves")
+    return SyncTimeLaw(float(lambda1(params.d, kf.k0, kf.k1)), float(s2), float(eps0), float(eps))
+
+
+__all__ = ["lyapunov_spectrum", "log_distance_variance", "SyncTimeLaw", "sync_time_law", "QUANTILE_LEVELS"]
+
+
+# ---------------------------------------------------------------- empirical first passage
+@dataclass(frozen=True)
+class FirstPassage:
+    """First-passage times of |x_1 - x_2| from eps0 down to eps in two-token runs.
+
+    times (P,): passage times, ``inf`` for paths that had not passed by ``max_time``
+    (right-censored); sigma2_hat: the pooled per-step variance of the log-distance
+    increments over the step (used only by the Brownian-bridge monitoring correction).
+    """
+
+    model: str
+    params: ModelParams
+    eps0: float
+    eps: float
+    step: float
+    max_time: float
+    n_paths: int
+    seed: int
+    times: np.ndarray
+    sigma2_hat: float
+
+    @property
+    def reached(self) -> np.ndarray:
+        return np.isfinite(self.times)
+
+
+def two_tokens(d: int, eps0: float) -> np.ndarray:
+    """x_1 = e_1 and x_2 on the sphere at Euclidean distance eps0 from it, in the e_1 e_2 plane."""
+    half = math.asin(eps0 / 2.0)
+    x = np.zeros((2, d))
+    x[0, 0] = 1.0
+    x[1, 0], x[1, 1] = math.cos(2 * half), math.sin(2 * half)
+    return x
+
+
+def first_passage_times(params: ModelParams, eps0: float, eps: float, *, model: str = "gaussian",
+                        step: float = 0.005, max_time: float = 10.0, n_paths: int = 1000, seed: int = 0,
+                        segment: int = 200, progress: bool | None = False) -> FirstPassage:
+    """Two tokens started eps0 apart, noise only (V = 0), simulated by the engine
+    (``model`` "gaussian": the Gaussian transformer with layers of step ``step``; "sde":
+    projected Euler); the first time their distance falls to eps.
+
+    Runs in segments of ``segment`` layers; paths that have passed are not simulated further.
+    Between two layers the log-distance is monitored as a Brownian bridge (the standard
+    continuity correction: a crossing inside the step with both ends above log eps has
+    probability ``exp(-2 (y_0 - b)(y_1 - b) / (sigma2_hat step))``), so the discrete
+    monitoring bias is O(step) instead of O(sqrt(step)); sigma2_hat is estimated from the
+    simulated increments themselves.  Crossing times inside a step: linear interpolation
+    (grid crossing) or the step's midpoint (bridge crossing).
+    """
+    from . import engine
+    from .numeric import rng as _rng
+    eps0 = check_real("eps0", eps0, 0.0, strict=True, maximum=1.0)
+    eps = check_real("eps", eps, 0.0, strict=True)
+    if not eps < eps0:
+        raise ParameterError("eps", eps, f"must be < eps0 = {eps0}")
+    step = check_real("step", step, 0.0, strict=True)
+    max_time = check_real("max_time", max_time, step)
+    P = check_int("n_paths", n_paths, 2)
+    segment = check_int("segment", segment, 1)
+    seed = check_int("seed", seed, 0)
+    sim = {"gaussian": engine.simulate_gaussian, "sde": engine.simulate_sde}.get(model)
+    if sim is None:
+        raise ParameterError("model", model, "must be 'gaussian' or 'sde'")
+    total = int(math.ceil(max_time / step))
+    b = math.log(eps)
+    X = np.broadcast_to(two_tokens(params.d, eps0), (P, 2, params.d)).copy()
+    alive = np.arange(P)
+    times = np.full(P, np.inf)
+    incs_sum, incs_sq, incs_n = 0.0, 0.0, 0
+    logs, uniforms = [], _rng.generator(seed, 7)
+    bridges = uniforms.random((P, total))           # one uniform per path and step, fixed by the seed
+    done = 0
+    k = 0
+    while done < total and alive.size:
+        n = min(segment, total - done)
+        p = params.with_(n_tokens=2, V=0.0, horizon=n * step)
+        res = sim(p, n, n_paths=alive.size, seed=seed * 1_000_003 + k, init=X[alive], store_every=1,
+                  progress=progress)
+        traj = res.trajectory
+        y = np.log(np.linalg.norm(traj[:, :, 0] - traj[:, :, 1], axis=-1))      # (A, n+1)
+        dy = np.diff(y, axis=1)
+        incs_sum += float(dy.sum())
+        incs_sq += float((dy ** 2).sum())
+        incs_n += dy.size
+        logs.append((alive, y, done))
+        X[alive] = res.tokens
+        y0, y1 = y[:, :-1], y[:, 1:]
+        below = y1 <= b
+        # the bridge probabilities need sigma2_hat: finish them after the run; here only grid crossings
+        first = np.where(below.any(axis=1), below.argmax(axis=1), n)
+        keep = first == n
+        alive = alive[keep]
+        done += n
+        k += 1
+    mean_inc = incs_sum / incs_n
+    s2 = (incs_sq / incs_n - mean_inc ** 2) / step
+    for idx, y, start in logs:
+        y0, y1 = y[:, :-1], y[:, 1:]
+        n = y1.shape[1]
+        with np.errstate(over="ignore"):
+            pb = np.where((y0 > b) & (y1 > b), np.exp(-2.0 * (y0 - b) * (y1 - b) / (s2 * step)), 1.0)
+        hit = (y1 <= b) | (bridges[idx, start:start + n] < pb)
+        has = hit.any(axis=1)
+        j = hit.argmax(axis=1)
+        for r in np.nonzero(has)[0]:
+            p_ = idx[r]
+            if np.isfinite(times[p_]):
+                continue
+            jj = j[r]
+            if y1[r, jj] <= b:
+                frac = (y0[r, jj] - b) / (y0[r, jj] - y1[r, jj])
+            else:
+                frac = 0.5
+            times[p_] = (start + jj + frac) * step
+    return FirstPassage(model, params, eps0, eps, step, total * step, P, seed, times, float(s2))
+
+
+__all__ += ["FirstPassage", "first_passage_times", "two_tokens"]
+
+
+def censored_ks(fp: FirstPassage, law: SyncTimeLaw) -> tuple[float, float]:
+    """(D, p): Kolmogorov-Smirnov distance sup_{t < T} |F_n(t) - F(t)| between the first-passage
+    times and the law, censored at T = max_time (unreached paths count as tau >= T; works for
+    defective laws, lambda_1 > 0).  The p-value is that of the full-line statistic with n
+    paths (scipy.stats.kstwo): conservative, the supremum runs over a subset.
+    """
+    from scipy import stats
+    n = fp.n_paths
+    x = np.sort(fp.times[fp.reached & (fp.times < fp.max_time)])
+    F = np.asarray(law.cdf(x), dtype=float)
+    i = np.arange(1, x.size + 1)
+    d_plus = float(np.max(i / n - F)) if x.size else 0.0
+    d_minus = float(np.max(F - (i - 1) / n)) if x.size else 0.0
+    d_end = float(law.cdf(fp.max_time)) - x.size / n          # just below T
+    D = max(d_plus, d_minus, abs(d_end), 0.0)
+    return D, float(stats.kstwo.sf(D, n))
+
+
+__all__ += ["censored_ks"]
