@@ -48,3 +48,7 @@ class SimulationError(SSSNError, RuntimeError):
 
 class ClaimError(SSSNError, ValueError):
     """An unknown claim was requested."""
+
+
+class MissingExtraError(SSSNError, ImportError):
+    """An optional part was asked for but its extra is not installed (the message names it)."""

@@ -6,18 +6,31 @@ p-values of all the statistical checks run (the deterministic ones, quadrature
 and exact algebra, pass or fail on their stated tolerance).  If every derived
 formula is right (within the stated tolerances), the probability that the suite
 reports any failure is at most ``alpha``.
+
+``campaign(mode, claims, seeds)`` runs the suite at many seeds (``verify --seeds
+0:100``): per-seed suites, and pooled results (see :class:`CampaignResult`).
+
+The unit of work is one claim at one seed, :func:`run_claim` (pure: its value is a
+function of its arguments), submitted through ``sssn_verify.executor``: in this
+process by default, on a dask cluster with ``executor=`` (a worker count, a scheduler
+address, a ``distributed.Client`` or an ``Executor``).  Results are identical either way.
+Other workloads (batches of explored examples) are submitted the same way: one
+:class:`~sssn_verify.executor.Task` per (claim, seed, batch) with a module-level function
+and plain arguments.
 """
 from __future__ import annotations
 
+import math
 import sys
-import types
 import time
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from .claims import CLAIMS, UNAVAILABLE, ClaimResult, get_claim
 from .claims.base import MODES
 from .errors import ParameterError
+from .executor import Outcome, Task, using
 from .params import check_int, check_real
 from .stats import _jsonable, bonferroni, holm, holm_adjusted
 
@@ -35,6 +48,8 @@ class SuiteResult:
     seconds: float
     n_stochastic: int
     unavailable: dict[str, str] = field(default_factory=dict)
+    timings: list[dict[str, Any]] = field(default_factory=list)
+    executor: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -57,6 +72,7 @@ class SuiteResult:
                            if self.n_stochastic else None, "text": self.familywise_text},
             "claims": [r.to_dict() for r in self.results],
             "unavailable": self.unavailable,
+            "executor": self.executor, "timings": self.timings,
         })
 
 
@@ -77,43 +93,218 @@ def _apply_holm(results: list[ClaimResult], alpha: float) -> int:
     return len(checks)
 
 
-def verify(mode: str = "quick", claims: Iterable[str] | None = None, seed: int = 0,
-           progress: bool | Callable[[str], None] = False, *, alpha: float = DEFAULT_ALPHA) -> SuiteResult:
-    """Run the named claims (all by default) and judge them with Holm at family level alpha.
+def run_claim(name: str, mode: str, seed: int) -> ClaimResult:
+    """The suite's task: claim `name` checked at the `mode` budget with `seed` (pure, re-runnable)."""
+    return get_claim(name).run(mode, seed)
 
-    ``progress=True`` shows a tqdm bar on stderr; a callable gets each claim's name
-    before it runs.
-    """
+
+def _selected(mode: str, claims: Iterable[str] | None) -> list[str]:
     if mode not in MODES:
         raise ParameterError("mode", mode, f"one of {', '.join(MODES)}")
+    names = list(CLAIMS) if not claims else list(dict.fromkeys(claims))
+    for n in names:
+        get_claim(n)   # ClaimError before any work
+    return names
+
+
+def _suite(mode, claims, seed, alpha, outcomes: list[Outcome], seconds, executor) -> SuiteResult:
+    results = [o.value for o in outcomes]
+    k = _apply_holm(results, alpha)
+    return SuiteResult(results, mode, seed, alpha, seconds, k,
+                       dict(UNAVAILABLE) if not claims else {},
+                       [o.timing() for o in outcomes], executor)
+
+
+def verify(mode: str = "quick", claims: Iterable[str] | None = None, seed: int = 0,
+           progress: bool | Callable[[str], None] = False, *, alpha: float = DEFAULT_ALPHA,
+           executor: Any = None) -> SuiteResult:
+    """Run the named claims (all by default) and judge them with Holm at family level alpha.
+
+    ``progress=True`` shows a progress bar on stderr (dask's on a cluster); a callable gets
+    each claim's name before it is submitted.  ``executor``: see the module docstring.
+    """
     seed = check_int("seed", seed, 0)
     alpha = check_real("alpha", alpha, 0.0, strict=True, maximum=0.5)
-    names = list(CLAIMS) if not claims else list(dict.fromkeys(claims))
-    selected = [get_claim(n) for n in names]
+    names = _selected(mode, claims)
     t0 = time.perf_counter()
-    results: list[ClaimResult] = []
-    bar = None
-    if progress is True:
-        from tqdm import tqdm
-        bar = tqdm(total=len(selected), file=sys.stderr, unit="claim", desc=f"verify --{mode}")
+    with using(executor) as ex:
+        tasks = []
+        for n in names:
+            if callable(progress):
+                progress(n)
+            tasks.append(Task(n, run_claim, (n, mode, seed)))
+        outcomes = ex.run(tasks, desc=f"verify --{mode}", progress=progress is True)
+        info = ex.describe()
+    return _suite(mode, claims, seed, alpha, outcomes, time.perf_counter() - t0, info)
+
+
+def parse_seeds(text: str) -> list[int]:
+    """Seeds from the command line: ``A:B`` (A, ..., B-1), ``A,B,C`` or one seed."""
+    raw = str(text).strip()
     try:
-        for claim in selected:
-            if bar is not None:
-                bar.set_postfix_str(claim.name)
-            elif callable(progress):
-                progress(claim.name)
-            results.append(claim.run(mode, seed))
-            if bar is not None:
-                bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-    k = _apply_holm(results, alpha)
-    return SuiteResult(results, mode, seed, alpha, time.perf_counter() - t0, k,
-                       dict(UNAVAILABLE) if not claims else {})
+        if ":" in raw:
+            a, b = raw.split(":")
+            seeds = list(range(int(a), int(b)))
+        else:
+            seeds = [int(x) for x in raw.split(",")]
+    except ValueError:
+        raise ParameterError("seeds", text, "must be A:B (seeds A..B-1), a list A,B,C or one seed") from None
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        raise ParameterError("seeds", text, "must name at least one seed, all distinct and >= 0")
+    return seeds
 
 
-__all__ = ["verify", "SuiteResult", "DEFAULT_ALPHA"]
+@dataclass
+class CampaignResult:
+    """The suite at many seeds: one :class:`SuiteResult` per seed, and pooled results.
+
+    Pooled, two kinds of tests, judged together by Holm at family level ``alpha``:
+
+    * the number of seeds whose suite failed: each seed's suite fails with probability at
+      most ``alpha`` when every formula is right (Holm inside the seed), and seeds are
+      independent, so ``p = P(Binomial(S, alpha) >= failures)``;
+    * per statistical check, the estimate pooled over seeds (mean of the per-seed
+      estimates, stderr ``sqrt(sum se_s^2) / S``), re-tested against the formula with the
+      check's own tolerance (per configuration, then Bonferroni over configurations, as the
+      claim does at one seed).  S seeds shrink the stderr by sqrt(S): the pooled test sees
+      errors a single seed cannot.  Checks without an estimate and a stderr are not pooled.
+
+    Deterministic checks (quadrature, algebra) must pass at every seed.  If every formula is
+    right, the campaign reports a failure with probability at most ``alpha``.
+    """
+
+    suites: list[SuiteResult]
+    mode: str
+    seeds: list[int]
+    alpha: float
+    seconds: float
+    pooled: list[dict[str, Any]]
+    seed_test: dict[str, Any]
+    deterministic_passed: bool
+    timings: list[dict[str, Any]] = field(default_factory=list)
+    executor: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.deterministic_passed and self.seed_test["passed"] and all(p["passed"] for p in self.pooled)
+
+    @property
+    def text(self) -> str:
+        return (f"campaign over {len(self.seeds)} seeds: family-wise false-alarm probability <= {self.alpha:g} "
+                f"(Holm over the seed-failure count and {len(self.pooled)} pooled checks)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable({
+            "passed": self.passed, "mode": self.mode, "seeds": self.seeds, "alpha": self.alpha,
+            "seconds": round(self.seconds, 3), "familywise": self.text,
+            "seed_failures": self.seed_test, "deterministic_passed": self.deterministic_passed,
+            "pooled": self.pooled,
+            "per_seed": [{k: v for k, v in s.to_dict().items() if k not in ("timings", "executor")}
+                         for s in self.suites],
+            "executor": self.executor, "timings": self.timings,
+        })
+
+
+def _pool_points(points_by_seed: list[list[dict]], alternative: str, level: float):
+    """Per configuration: pooled estimate and its agreement test; None if not poolable."""
+    from .stats import agreement_test
+    S = len(points_by_seed)
+    out = []
+    for j, first in enumerate(points_by_seed[0]):
+        pts = [pp[j] for pp in points_by_seed]
+        try:
+            est = [float(p["estimate"]) for p in pts]
+            se = [float(p["stderr"]) for p in pts]
+            exp = float(first["expected"])
+            tol = max(float(p.get("tolerance") or 0.0) for p in pts)
+        except (TypeError, ValueError, KeyError):
+            return None
+        if not all(math.isfinite(x) for x in est + se + [exp]):
+            return None
+        pooled = agreement_test(first.get("name", f"point {j}"), sum(est) / S,
+                                math.sqrt(sum(x * x for x in se)) / S, exp, level=level, n=S,
+                                abs_tol=tol, alternative=pts[0].get("alternative", alternative),
+                                method="mean over seeds, z-test")
+        out.append(pooled)
+    return out
+
+
+def _pool(suites: list[SuiteResult]) -> tuple[list[dict[str, Any]], bool]:
+    pooled, det_ok = [], True
+    first = suites[0]
+    for ci, r in enumerate(first.results):
+        for k, c in enumerate(r.checks):
+            same = [s.results[ci].checks[k] for s in suites]
+            if c.pvalue is None:
+                det_ok = det_ok and all(x.passed for x in same)
+                continue
+            entry = {"claim": r.name, "check": c.name, "seeds_passed": sum(x.passed for x in same),
+                     "n_seeds": len(same), "level": c.level}
+            if all("points" in x.details for x in same):
+                parts = _pool_points([x.details["points"] for x in same], c.alternative, c.level)
+            else:
+                parts = _pool_points([[{"name": c.name, "estimate": x.estimate, "stderr": x.stderr,
+                                        "expected": x.expected, "tolerance": x.tolerance,
+                                        "alternative": x.alternative}] for x in same], c.alternative, c.level)
+            if parts is None:
+                entry.update(pvalue=None, passed=True, note="not poolable (no estimate with a stderr)")
+            else:
+                worst = min(parts, key=lambda t: t.pvalue)
+                entry.update(pvalue=min(1.0, len(parts) * worst.pvalue), estimate=worst.estimate,
+                             stderr=worst.stderr, ci=list(worst.ci), expected=worst.expected,
+                             tolerance=worst.tolerance, worst=worst.name,
+                             points=[{"name": t.name, "estimate": t.estimate, "stderr": t.stderr,
+                                      "ci": list(t.ci), "expected": t.expected, "pvalue": t.pvalue}
+                                     for t in parts])
+            pooled.append(entry)
+    return pooled, det_ok
+
+
+def _judge_campaign(suites: list[SuiteResult], alpha: float):
+    from scipy.stats import binom
+    S = len(suites)
+    failures = sum(not s.passed for s in suites)
+    p_seed = float(binom.sf(failures - 1, S, alpha)) if failures else 1.0
+    pooled, det_ok = _pool(suites)
+    tested = [e for e in pooled if e["pvalue"] is not None]
+    pvals = [p_seed] + [e["pvalue"] for e in tested]
+    rejected = holm(pvals, alpha)
+    adjusted = holm_adjusted(pvals)
+    for e, rej, adj in zip(tested, rejected[1:], adjusted[1:]):
+        e["passed"] = not rej
+        e["holm_adjusted_p"] = adj
+    seed_test = {"failures": failures, "n_seeds": S, "pvalue": p_seed, "holm_adjusted_p": adjusted[0],
+                 "passed": not rejected[0],
+                 "method": f"P(Binomial({S}, {alpha:g}) >= failures): each seed's suite fails with "
+                           f"probability <= {alpha:g} if every formula is right"}
+    return pooled, seed_test, det_ok
+
+
+def campaign(mode: str = "quick", claims: Iterable[str] | None = None, seeds: Iterable[int] = (0,),
+             progress: bool = False, *, alpha: float = DEFAULT_ALPHA, executor: Any = None) -> CampaignResult:
+    """The suite at every seed of `seeds` (claims x seeds as independent tasks): per-seed
+    suites and pooled results (:class:`CampaignResult`)."""
+    alpha = check_real("alpha", alpha, 0.0, strict=True, maximum=0.5)
+    seeds = [check_int("seed", s, 0) for s in seeds]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ParameterError("seeds", seeds, "must name at least one seed, all distinct")
+    names = _selected(mode, claims)
+    t0 = time.perf_counter()
+    with using(executor) as ex:
+        tasks = [Task(f"{n}@{s}", run_claim, (n, mode, s)) for s in seeds for n in names]
+        outcomes = ex.run(tasks, desc=f"verify --{mode} x{len(seeds)} seeds", progress=progress)
+        info = ex.describe()
+    seconds = time.perf_counter() - t0
+    suites = []
+    for i, s in enumerate(seeds):
+        mine = outcomes[i * len(names):(i + 1) * len(names)]
+        suites.append(_suite(mode, claims, s, alpha, mine, sum(o.seconds for o in mine), info))
+    pooled, seed_test, det_ok = _judge_campaign(suites, alpha)
+    return CampaignResult(suites, mode, seeds, alpha, seconds, pooled, seed_test, det_ok,
+                          [o.timing() for o in outcomes], info)
+
+
+__all__ = ["verify", "campaign", "run_claim", "parse_seeds", "SuiteResult", "CampaignResult", "DEFAULT_ALPHA"]
 
 
 class _CallableModule(types.ModuleType):

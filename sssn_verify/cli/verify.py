@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import ParameterError
+from ..executor import add_cli_options
 from .common import print_json
 
 
@@ -20,7 +22,10 @@ def register(sub) -> None:
     p.set_defaults(mode="quick")
     p.add_argument("--claim", action="append", metavar="NAME",
                    help="run only this claim (repeatable); see --list")
-    p.add_argument("--seed", type=int, default=0, help="seed of every Monte Carlo check")
+    seed = p.add_mutually_exclusive_group()
+    seed.add_argument("--seed", type=int, default=0, help="seed of every Monte Carlo check")
+    seed.add_argument("--seeds", metavar="A:B",
+                      help="a campaign: the suite at seeds A..B-1 (or A,B,C), per-seed and pooled results")
     p.add_argument("--alpha", type=float, default=None,
                    help="family-wise false-alarm probability (Holm), default 0.01")
     p.add_argument("--report", metavar="DIR", help="write report.html, report.md, report.json (schema docs/report.schema.json) "
@@ -28,13 +33,15 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--list", action="store_true", help="list the claims and exit")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_cli_options(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..claims import CLAIMS, UNAVAILABLE, get_claim
     from ..report import table, write_report
-    from ..verify import DEFAULT_ALPHA, verify
+    from ..executor import from_cli
+    from ..verify import DEFAULT_ALPHA, parse_seeds, verify
 
     if args.list:
         for name, claim in CLAIMS.items():
@@ -44,8 +51,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for name in args.claim or []:
         get_claim(name)  # ClaimError -> exit 2 before any work
-    suite = verify(args.mode, args.claim, args.seed, progress=not args.no_progress,
-                   alpha=DEFAULT_ALPHA if args.alpha is None else args.alpha)
+    alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
+    if args.seeds is not None:
+        return _campaign(args, parse_seeds(args.seeds), alpha)
+    with from_cli(args) as ex:
+        suite = verify(args.mode, args.claim, args.seed, progress=not args.no_progress,
+                       alpha=alpha, executor=ex)
     paths = write_report(suite, args.report, command=getattr(args, "argv", None)) if args.report else None
     if args.json:
         out = suite.to_dict()
@@ -60,3 +71,42 @@ def run(args: argparse.Namespace) -> int:
                   f"{', summary.pdf' if paths.get('summary') else ''})")
     sys.stdout.flush()
     return 0 if suite.passed else 1
+
+
+def _campaign(args, seeds, alpha) -> int:
+    from ..executor import from_cli
+    from ..verify import campaign
+    if args.report:
+        raise ParameterError("report", args.report, "is written for one seed; a campaign (--seeds) "
+                                                     "prints its results (--json for all of them)")
+    with from_cli(args) as ex:
+        res = campaign(args.mode, args.claim, seeds, progress=not args.no_progress, alpha=alpha, executor=ex)
+    if args.json:
+        print_json(res.to_dict())
+    else:
+        print(campaign_table(res))
+    sys.stdout.flush()
+    return 0 if res.passed else 1
+
+
+def campaign_table(res) -> str:
+    """Per claim: seeds passed, pooled estimate [CI] against the formula, Holm verdict."""
+    rows = [("claim", "check", "seeds passed", "pooled estimate [CI]", "expected", "p (Holm)", "verdict")]
+    for e in res.pooled:
+        if e["pvalue"] is None:
+            est, exp, p = "-", "-", "-"
+        else:
+            est = f"{e['estimate']:.4g} [{e['ci'][0]:.4g}, {e['ci'][1]:.4g}]"
+            exp, p = f"{e['expected']:.4g}", f"{e['holm_adjusted_p']:.3g}"
+        rows.append((e["claim"], e["check"][:40], f"{e['seeds_passed']}/{e['n_seeds']}", est, exp, p,
+                     "PASS" if e["passed"] else "FAIL"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    st = res.seed_test
+    lines.append(f"seeds whose suite failed: {st['failures']}/{st['n_seeds']} (p = {st['pvalue']:.3g}, "
+                 f"{'PASS' if st['passed'] else 'FAIL'}); deterministic checks "
+                 f"{'all passed' if res.deterministic_passed else 'FAILED'}")
+    lines.append(f"{res.text}; {res.seconds:.1f}s on {res.executor.get('executor')} "
+                 f"({res.executor.get('workers')} workers)")
+    lines.append("CAMPAIGN PASSED" if res.passed else "CAMPAIGN FAILED")
+    return "\n".join(lines)

@@ -1,0 +1,158 @@
+"""The executor seam: in-process and a 2-worker dask LocalCluster give bit-identical results.
+
+One LocalCluster (2 worker processes, 1 numba thread each) is shared by the module; the
+in-process reference runs first (numba's default threads, 2 on CI), so the comparisons also
+cover "1 thread vs 2 threads".  The fault test kills one worker process in the middle of a
+campaign: its tasks are re-run (the Nanny restarts the worker) and the results are the same.
+"""
+import os
+import signal
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from sssn_verify import engine
+from sssn_verify.cli import main
+from sssn_verify.executor import Distributed, InProcess, Task, get_executor, using
+from sssn_verify.params import ModelParams
+from sssn_verify.verify import campaign, parse_seeds, verify
+
+CLAIM = "two_point"          # the cheapest Monte Carlo claim (a few seconds per seed)
+SEEDS = [0, 1, 2, 3]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ex = Distributed.local(2)
+    yield ex
+    ex.close()
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """The in-process campaign every distributed run must reproduce bit for bit."""
+    return campaign("quick", [CLAIM], SEEDS)
+
+
+def _tangent(seed: int, n_paths: int):
+    p = ModelParams(d=4, activation="tanh", sigma_w=1.2, sigma_b=0.3, sigma_a=1.0, V=0.0, n_tokens=1)
+    return engine.lyapunov_tangent(p, model="gaussian", depth=40, n_paths=n_paths, seed=seed).rates
+
+
+def _estimates(res):
+    """Every per-seed number of a campaign (estimates, stderrs, p-values), in order."""
+    out = []
+    for s in res.suites:
+        for r in s.results:
+            for c in r.checks:
+                out.append((r.name, s.seed, c.name, c.estimate, c.stderr, c.pvalue))
+                for p in c.details.get("points", []):
+                    out.append((p["name"], p["estimate"], p["stderr"], p["pvalue"]))
+    return out
+
+
+def test_in_process_runs_tasks_in_order_with_timings():
+    outs = InProcess().run([Task(f"t{i}", divmod, (7 * i, 3)) for i in range(4)])
+    assert [o.value for o in outs] == [divmod(7 * i, 3) for i in range(4)]
+    assert [o.key for o in outs] == ["t0", "t1", "t2", "t3"]
+    assert all(o.seconds >= 0 and o.worker.startswith("in-process") for o in outs)
+
+
+def test_cluster_returns_task_order_and_bit_identical_arrays(cluster):
+    tasks = [Task(f"seed{s}", _tangent, (s, 64)) for s in (5, 6, 7, 8)]
+    here = [o.value for o in InProcess().run(tasks)]
+    there = cluster.run(tasks, desc="tangent")
+    for a, b in zip(here, [o.value for o in there]):
+        assert a.tobytes() == b.tobytes()
+    assert {o.worker.split("@")[0] for o in there} <= {"worker 0", "worker 1"}
+    info = cluster.describe()
+    assert info["executor"] == "dask.distributed" and info["workers"] == 2
+
+
+def test_campaign_on_two_workers_equals_in_process(cluster, reference):
+    res = campaign("quick", [CLAIM], SEEDS, executor=cluster)
+    assert _estimates(res) == _estimates(reference)
+    assert res.passed == reference.passed and res.pooled == reference.pooled
+    assert {t["key"] for t in res.timings} == {f"{CLAIM}@{s}" for s in SEEDS}
+    assert len({t["worker"] for t in res.timings}) == 2      # both workers took tasks
+    # one seed of the campaign is the plain suite at that seed
+    one = verify("quick", [CLAIM], seed=2, executor=cluster)
+    ref = reference.suites[2]
+    assert [(c.estimate, c.stderr, c.pvalue) for r in one.results for c in r.checks] == \
+        [(c.estimate, c.stderr, c.pvalue) for r in ref.results for c in r.checks]
+
+
+def test_killing_a_worker_mid_campaign_costs_a_retry_not_the_run(cluster, reference):
+    pids = cluster.client.run(os.getpid)                    # worker address -> pid
+    victim = sorted(pids)[0]
+    box = {}
+    runner = threading.Thread(target=lambda: box.setdefault("res", campaign("quick", [CLAIM], SEEDS,
+                                                                            executor=cluster)))
+    runner.start()
+    deadline = time.time() + 60
+    while time.time() < deadline and not cluster.client.processing().get(victim):
+        time.sleep(0.05)
+    assert cluster.client.processing().get(victim), "the victim never received a task"
+    os.kill(pids[victim], signal.SIGKILL)                   # mid-task: its work is lost
+    runner.join(timeout=240)
+    assert not runner.is_alive()
+    res = box["res"]
+    assert _estimates(res) == _estimates(reference)
+    assert res.passed == reference.passed
+    cluster.client.wait_for_workers(2, timeout=60)           # the Nanny restarted it
+
+
+def test_get_executor_and_using():
+    assert isinstance(get_executor(None), InProcess)
+    ex = InProcess()
+    assert get_executor(ex) is ex
+    with using(ex) as got:
+        assert got is ex
+    with pytest.raises(ValueError):
+        get_executor(2.5)
+
+
+@pytest.mark.parametrize("text, seeds", [("0:4", [0, 1, 2, 3]), ("3", [3]), ("1,5,9", [1, 5, 9])])
+def test_parse_seeds(text, seeds):
+    assert parse_seeds(text) == seeds
+
+
+@pytest.mark.parametrize("argv", [
+    ["verify", "--claim", CLAIM, "--seeds", "4:2"],
+    ["verify", "--claim", CLAIM, "--seeds", "a:b"],
+    ["verify", "--claim", CLAIM, "--seeds", "1,1"],
+    ["verify", "--claim", CLAIM, "--workers", "0"],
+])
+def test_bad_campaign_input_is_one_line_exit_two(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "error" in err[0]
+
+
+def test_without_dask_workers_fail_with_one_line_naming_the_extra(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "distributed", None)    # import distributed -> ImportError
+    assert main(["verify", "--claim", CLAIM, "--workers", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "sssn_verify[distributed]" in err[0]
+
+
+def test_campaign_cli_table_and_pooled_results(reference, capsys, monkeypatch):
+    import sssn_verify.verify as v
+    monkeypatch.setattr(v, "campaign", lambda *a, **k: reference)   # the numbers are tested above
+    assert main(["verify", "--claim", CLAIM, "--seeds", "0:4", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "4/4" in out and "seeds whose suite failed: 0/4" in out and "CAMPAIGN PASSED" in out
+    d = reference.to_dict()
+    assert d["seeds"] == SEEDS and len(d["per_seed"]) == 4
+    for e in d["pooled"]:
+        assert e["n_seeds"] == 4 and e["ci"][0] <= e["estimate"] <= e["ci"][1]
+        # the pooled stderr is the per-seed one shrunk by about sqrt(4)
+        per = [c["stderr"] for s in d["per_seed"] for r in s["claims"] for c in r["checks"]
+               if c["name"] == e["check"]]
+        assert e["stderr"] == pytest.approx(np.sqrt(np.sum(np.square(
+            [p["stderr"] for s in d["per_seed"] for r in s["claims"] for c in r["checks"]
+             if c["name"] == e["check"] for p in c["details"]["points"] if p["name"] == e["worst"]]))) / 4)
+        assert per
