@@ -391,3 +391,307 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
 
 __all__ = ["find", "FindResult", "parse_statement", "judge", "quantities", "all_activations",
            "DEFAULT_DOMAIN", "QUANTITIES", "LAMBDA_BAR_ABS_ERR", "LAMBDA_BAR_REL_ERR"]
+
+
+# ----------------------------------------------------------------------------- claim exploration
+#: budget entries that are sample sizes (multiplied by the confirmation factor)
+SAMPLE_KEYS = ("paths", "paths_transformer", "paths_energy", "samples", "general_samples")
+#: the confirmation stage runs with this many times the samples of the screening
+SAMPLE_FACTOR = 4
+#: examples explored per claim when ``verify`` is not given ``--explore``
+DEFAULT_EXPLORE = {"quick": 2, "full": 20}
+
+
+def _example_seed(seed: int, name: str, config: tuple, stage: str) -> int:
+    """A seed that depends on the configuration, not on when it was drawn (so shrinking and
+    replays see the same numbers for the same parameters)."""
+    import hashlib
+    h = hashlib.sha256(repr((int(seed), name, tuple(config), stage)).encode()).digest()
+    return int.from_bytes(h[:4], "little") >> 1
+
+
+def example_pvalue(result) -> float:
+    """One p-value per example: Bonferroni over its statistical checks; 0 if a deterministic
+    check failed (exact algebra or quadrature beyond its stated tolerance)."""
+    if any(c.pvalue is None and not c.passed for c in result.checks):
+        return 0.0
+    ps = [c.pvalue for c in result.checks if c.pvalue is not None]
+    return 1.0 if not ps else min(1.0, len(ps) * min(ps))
+
+
+def run_example(name: str, mode: str, seed: int, config: tuple, budget: dict | None = None,
+                formula: Any = None):
+    """The exploration's unit of work: claim `name` checked at one configuration (pure)."""
+    from .claims import get_claim
+    b = dict(budget or {})
+    b["configs"] = [tuple(config)]
+    return get_claim(name).run(mode, seed, budget=b, formula=formula)
+
+
+@dataclass
+class Exploration:
+    """What exploring one claim gave: every example with its verdicts, and the minimal failure."""
+
+    claim: str
+    domain: str
+    n_requested: int
+    screen_level: float
+    confirm_level: float
+    examples: list[dict[str, Any]]
+    counterexample: dict[str, Any] | None
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+    fields: tuple = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.counterexample is None
+
+    def to_dict(self) -> dict[str, Any]:
+        from .stats import _jsonable
+        return _jsonable({"claim": self.claim, "passed": self.passed, "domain": self.domain,
+                          "fields": list(self.fields),
+                          "examples": self.examples, "n_examples": len(self.examples),
+                          "screen_level": self.screen_level, "confirm_level": self.confirm_level,
+                          "counterexample": self.counterexample, "seconds": round(self.seconds, 3),
+                          "notes": self.notes})
+
+
+def explore_claim(name: str, n_examples: int, *, mode: str = "quick", seed: int = 0,
+                  screen_level: float = 1e-3, confirm_level: float = 0.01, shrink_level: float = 1e-3,
+                  database: str | None = None, formula: Any = None, budget: dict | None = None,
+                  confirm_factor: int | None = None, max_shrinks: int = 40) -> Exploration:
+    """Explore claim `name` over its domain: screen, confirm, shrink.
+
+    Hypothesis draws `n_examples` configurations from the claim's ``domain`` (seeded by
+    `seed`; examples stored in `database`, a directory, are replayed first).  Each is checked
+    at the `mode` budget with a seed derived from (seed, configuration) and *screened*: its
+    p-value (Bonferroni over its checks) is compared with `screen_level` (the caller's
+    Bonferroni share of the family level).  A rejected example is re-run with a fresh seed and
+    `confirm_factor` times the sample sizes; only when that *confirmation* also rejects at
+    `confirm_level` does it count.  Hypothesis then shrinks it with screen + confirmation inside
+    its predicate (screens during shrinking at ``shrink_level / max_shrinks``; at most
+    `max_shrinks` new configurations) and stores the minimal one in `database`.
+    """
+    import time
+
+    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+    from hypothesis import seed as h_seed
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    from .claims import get_claim
+
+    claim = get_claim(name)
+    if claim.domain is None:
+        raise ParameterError("claim", name, "declares no domain to explore")
+    n_examples = check_int("n_examples", n_examples, 1)
+    base = dict(claim.budgets[mode])
+    base.update(budget or {})
+    confirm_factor = SAMPLE_FACTOR if confirm_factor is None else check_int("confirm_factor", confirm_factor, 1)
+    bigger = {k: int(v) * confirm_factor for k, v in base.items() if k in SAMPLE_KEYS}
+    t0 = time.perf_counter()
+    cache: dict[tuple, dict[str, Any]] = {}
+    state = {"failed": None, "shrinks": 0, "screens": 0}
+
+    def evaluate(config: tuple) -> dict[str, Any]:
+        key = tuple(config)
+        if key in cache:
+            return cache[key]
+        shrinking = state["failed"] is not None
+        if shrinking and state["shrinks"] >= max_shrinks:
+            return {"confirmed": False}          # shrinking budget spent: treated as passing
+        level = shrink_level / max_shrinks if shrinking else screen_level
+        state["shrinks" if shrinking else "screens"] += 1
+        s1 = _example_seed(seed, name, key, "screen")
+        r1 = run_example(name, mode, s1, key, budget, formula)
+        p1 = example_pvalue(r1)
+        rec = {"config": list(key), "stage": "shrink" if shrinking else "screen", "seed": s1,
+               "pvalue": p1, "screen_level": level, "rejected": p1 < level, "confirm_pvalue": None,
+               "confirmed": False, "seconds": round(r1.seconds, 3)}
+        if rec["rejected"]:
+            s2 = _example_seed(seed, name, key, "confirm")
+            r2 = run_example(name, mode, s2, key, {**(budget or {}), **bigger}, formula)
+            p2 = example_pvalue(r2)
+            rec.update(confirm_seed=s2, confirm_pvalue=p2, confirmed=p2 < confirm_level,
+                       seconds=round(r1.seconds + r2.seconds, 3),
+                       headline={"estimate": r2.headline.estimate, "expected": r2.headline.expected,
+                                 "stderr": r2.headline.stderr, "check": r2.headline.name})
+        rec["verdict"] = "failed" if rec["confirmed"] else ("not confirmed" if rec["rejected"] else "passed")
+        cache[key] = rec
+        return rec
+
+    db = DirectoryBasedExampleDatabase(database) if database else None
+
+    @settings(max_examples=n_examples, database=db, deadline=None, derandomize=False,
+              phases=(Phase.reuse, Phase.generate, Phase.shrink), verbosity=Verbosity.quiet,
+              suppress_health_check=list(HealthCheck), report_multiple_bugs=False, print_blob=False)
+    @h_seed(seed)
+    @given(claim.domain)
+    def search(config):
+        rec = evaluate(config)
+        if rec["confirmed"]:
+            if state["failed"] is None:
+                state["failed"] = tuple(config)
+            state["last"] = tuple(config)
+            raise _Counterexample()
+
+    try:
+        search()
+    except _Counterexample:
+        pass
+    examples = list(cache.values())
+    counter = None
+    notes = []
+    if state["failed"] is not None:
+        counter = {"first": list(state["failed"]), "shrunk": list(state["last"]),
+                   **{k: cache[state["last"]].get(k) for k in ("pvalue", "confirm_pvalue", "headline")}}
+        if state["shrinks"] >= max_shrinks:
+            notes.append(f"shrinking stopped after {max_shrinks} new configurations")
+    return Exploration(name, repr(claim.domain), n_examples, screen_level, confirm_level, examples,
+                       counter, time.perf_counter() - t0, notes, tuple(getattr(claim.domain, "fields", ())))
+
+
+@dataclass
+class SuiteExploration:
+    """Exploration of several claims, with the family-wise bookkeeping."""
+
+    explorations: list[Exploration]
+    skipped: dict[str, str]
+    n_per_claim: int
+    alpha: float
+    confirm_level: float
+    seed: int
+    database: str | None
+    figures: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(e.passed for e in self.explorations)
+
+    @property
+    def familywise_text(self) -> str:
+        m = sum(e.n_requested for e in self.explorations)
+        return (f"exploration: {m} planned examples screened at alpha/M = {self.alpha:g}/M each (Bonferroni; "
+                f"stored examples replayed first are included in M); a rejection counts only if a fresh-seed "
+                f"run with {SAMPLE_FACTOR}x the samples confirms it at level {self.confirm_level:g}, so the "
+                f"family-wise false-alarm probability is <= {self.alpha:g} x {self.confirm_level:g} = "
+                f"{self.alpha * self.confirm_level:.2g}")
+
+    def to_dict(self) -> dict[str, Any]:
+        from .stats import _jsonable
+        return _jsonable({"passed": self.passed, "n_per_claim": self.n_per_claim, "alpha": self.alpha,
+                          "confirm_level": self.confirm_level, "seed": self.seed,
+                          "familywise": self.alpha * self.confirm_level, "text": self.familywise_text,
+                          "database": self.database, "figures": self.figures,
+                          "claims": [e.to_dict() for e in self.explorations], "skipped": self.skipped})
+
+    def table(self) -> str:
+        """One line per claim, then one per example."""
+        lines = [f"{'claim':18s} {'examples':>8s} {'verdict':>8s}  minimal counterexample"]
+        for e in self.explorations:
+            c = e.counterexample
+            lines.append(f"{e.claim:18s} {len(e.examples):8d} {'PASS' if e.passed else 'FAIL':>8s}  "
+                         f"{'-' if c is None else tuple(c['shrunk'])}")
+        lines += [f"{name:18s} {'-':>8s} {'skipped':>8s}  ({why})" for name, why in self.skipped.items()]
+        lines.append(self.familywise_text)
+        return "\n".join(lines)
+
+
+
+def _replayable(directory: str | None) -> int:
+    """How many examples a hypothesis directory database holds (each may be replayed once)."""
+    import os
+    if not directory or not os.path.isdir(directory):
+        return 0
+    return sum(len(files) for _, _, files in os.walk(directory))
+
+
+def explore_task(name: str, n: int, mode: str, seed: int, screen_level: float, confirm_level: float,
+                 shrink_level: float, database: str | None) -> Exploration:
+    """The executor's task unit: one claim's exploration (pure but for its example database)."""
+    return explore_claim(name, n, mode=mode, seed=seed, screen_level=screen_level,
+                         confirm_level=confirm_level, shrink_level=shrink_level, database=database)
+
+
+def explore_suite(claims: Sequence[str] | None, n_per_claim: int, *, mode: str = "quick", seed: int = 0,
+                  alpha: float = 0.01, confirm_level: float = 0.01, report_dir: str | None = None,
+                  progress: bool = False, executor: Any = None) -> SuiteExploration:
+    """Explore every named claim that declares a domain (all by default); see :func:`explore_claim`.
+
+    The screening level of each example is alpha / M, M = the number of planned examples over
+    all claims plus the stored examples that will be replayed; with the confirmation stage the
+    family-wise false-alarm probability is at most alpha x confirm_level.  Each claim's exploration
+    is one task of ``sssn_verify.executor`` (in-process, or on a dask cluster).  Examples are stored
+    (hypothesis directory database) under ``report_dir/hypothesis-examples/<claim>``; figures
+    of the explored parameters coloured by verdict are written to ``report_dir`` too.
+    """
+    import os
+
+    from .claims import CLAIMS, get_claim
+    n_per_claim = check_int("explore", n_per_claim, 0)
+    names = list(CLAIMS) if not claims else list(dict.fromkeys(claims))
+    chosen = [n for n in names if get_claim(n).domain is not None]
+    skipped = {n: "checked at fixed parameters only (no domain declared)" for n in names if n not in chosen}
+    dbs = {n: os.path.join(report_dir, "hypothesis-examples", n) if report_dir else None for n in chosen}
+    m = sum(n_per_claim + _replayable(dbs[n]) for n in chosen) or 1
+    from .executor import Task, using
+    tasks = [Task(f"explore:{n}", explore_task, (n, n_per_claim, mode, seed, alpha / m, confirm_level, alpha,
+                                                 dbs[n])) for n in (chosen if n_per_claim else [])]
+    with using(executor) as ex:
+        out = [o.value for o in ex.run(tasks, desc="explore", progress=progress)]
+    res = SuiteExploration(out, skipped, n_per_claim, alpha, confirm_level, seed,
+                           os.path.join(report_dir, "hypothesis-examples") if report_dir else None)
+    if report_dir and out:
+        res.figures = write_figures(res, report_dir)
+    return res
+
+
+def write_figures(res: SuiteExploration, directory: str) -> list[str]:
+    """One figure per explored claim: its numeric parameters (pairs of axes) coloured by verdict."""
+    import os
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .outputs import write_atomic
+
+    colours = {"passed": "tab:green", "not confirmed": "tab:orange", "failed": "tab:red"}
+    paths = []
+    for e in res.explorations:
+        rows = [x for x in e.examples if "verdict" in x]
+        if not rows:
+            continue
+        numeric = [i for i, v in enumerate(rows[0]["config"]) if isinstance(v, (int, float))]
+        pairs = list(zip(numeric[::2], numeric[1::2]))
+        if len(numeric) % 2:
+            pairs.append((numeric[-1], numeric[0]))
+        if not pairs:
+            continue
+        fig, axes = plt.subplots(1, len(pairs), figsize=(3.2 * len(pairs), 3.0), squeeze=False)
+        for ax, (i, j) in zip(axes[0], pairs):
+            for verdict, colour in colours.items():
+                pts = [(x["config"][i], x["config"][j]) for x in rows if x["verdict"] == verdict]
+                if pts:
+                    ax.scatter(*zip(*pts), c=colour, label=verdict, s=18)
+            ax.set_xlabel(e.fields[i] if i < len(e.fields) else f"field {i}")
+            ax.set_ylabel(e.fields[j] if j < len(e.fields) else f"field {j}")
+        axes[0][0].legend(fontsize=7)
+        fig.suptitle(f"{e.claim}: explored parameters ({len(rows)} examples)", fontsize=9)
+        fig.tight_layout()
+        path = os.path.join(directory, f"explore_{e.claim}.png")
+        write_atomic(path, lambda fh, fig=fig: fig.savefig(fh, format="png", dpi=90), what="figure")
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def write_json(res: SuiteExploration, directory: str) -> str:
+    """``exploration.json`` in `directory`, written atomically (``outputs.write_atomic``)."""
+    import json
+    import os
+
+    from .outputs import write_atomic
+    path = os.path.join(directory, "exploration.json")
+    write_atomic(path, json.dumps(res.to_dict(), indent=2, allow_nan=False, default=str))
+    return path

@@ -43,6 +43,28 @@ def activations(names=CLOSED_FORM_ACTIVATIONS + QUADRATURE_ACTIVATIONS):
     return st.sampled_from(names)
 
 
+def claim_configs(**fields):
+    """A claim's domain: tuples of its configuration fields, in the order given.
+
+    Each field is a tuple of choices (strings: ``sampled_from``, simplest first), an
+    ``(low, high)`` pair of ints (``integers``) or of floats (``floats``, finite).
+    """
+    parts = []
+    for name, spec in fields.items():
+        if all(isinstance(x, str) for x in spec):
+            parts.append(st.sampled_from(tuple(spec)))
+        elif len(spec) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in spec):
+            parts.append(st.integers(*spec))
+        elif len(spec) == 2:
+            lo, hi = map(float, spec)
+            parts.append(st.just(lo) if lo == hi else st.floats(lo, hi, allow_nan=False, allow_infinity=False))
+        else:
+            raise ValueError(f"cannot make a strategy of field {name}={spec!r}")
+    strategy = st.tuples(*parts)
+    strategy.fields = tuple(fields)        # names of the tuple's entries (tables, figures)
+    return strategy
+
+
 @st.composite
 def sphere_points(draw, n: int, d: int):
     """n points on S^{d-1} (from a drawn seed, so shrinking stays meaningful)."""

@@ -51,6 +51,14 @@ def all_deterministic(name: str, parts: Sequence[CheckResult], *, method: str = 
                        details={"worst": worst.name, "points": pts, **(details or {})})
 
 
+def configs(budget: dict, anchors: Sequence, n_key: str = "n_configs") -> Sequence:
+    """The configurations a checker runs: ``budget["configs"]`` (drawn from the claim's domain by
+    ``sssn_verify.explore``) or else the first ``budget[n_key]`` hand-picked anchors."""
+    if "configs" in budget:
+        return [tuple(c) for c in budget["configs"]]
+    return anchors[: int(budget.get(n_key, len(anchors)))]
+
+
 def finite(x) -> bool:
     try:
         return math.isfinite(float(x))

@@ -98,6 +98,12 @@ class Claim:
     tolerance: str
     budgets: dict[str, dict[str, Any]]
     derived_text: Callable[[], str] | None = None
+    #: the parameter domain where the claim is meant to hold: a hypothesis strategy of one
+    #: configuration, which the checker accepts as ``budget["configs"] = [config]``
+    #: (``sssn_verify.explore``); None when the claim is checked at fixed parameters only
+    domain: Any = None
+    #: the hand-picked configurations the checker runs by default (explicit anchors)
+    anchors: tuple = ()
     # "sympy": derived_text/derivation is the output of a sympy computation; "stated": a
     # hand-written statement of the claimed bound (the report must not call it derived)
     derived_kind: str = "sympy"

@@ -34,6 +34,9 @@ def register(sub) -> None:
     p.add_argument("--list", action="store_true", help="list the claims and exit")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_cli_options(p)
+    p.add_argument("--explore", type=int, metavar="N", default=None,
+                   help="per claim with a declared domain, N parameter sets drawn by hypothesis (screened, "
+                        "failures confirmed with a fresh seed, then shrunk); default 2 (--quick), 20 (--full)")
     p.set_defaults(func=run)
 
 
@@ -57,20 +60,34 @@ def run(args: argparse.Namespace) -> int:
     with from_cli(args) as ex:
         suite = verify(args.mode, args.claim, args.seed, progress=not args.no_progress,
                        alpha=alpha, executor=ex)
-    paths = write_report(suite, args.report, command=getattr(args, "argv", None)) if args.report else None
+        paths = write_report(suite, args.report, command=getattr(args, "argv", None)) if args.report else None
+        exploration = _explore(args, alpha, ex)
     if args.json:
         out = suite.to_dict()
         if paths:
             out["report"] = paths
+        out["exploration"] = exploration.to_dict()
         print_json(out)
     else:
         print(table(suite))
+        print(exploration.table())
         if paths:
             print(f"report written to {args.report} (report.html, report.md, report.json, "
                   f"{len(paths.get('figures', []))} figures as PNG and PDF"
-                  f"{', summary.pdf' if paths.get('summary') else ''})")
+                  f"{', summary.pdf' if paths.get('summary') else ''}; exploration.json)")
     sys.stdout.flush()
-    return 0 if suite.passed else 1
+    return 0 if suite.passed and exploration.passed else 1
+
+
+def _explore(args, alpha, executor):
+    """The hypothesis exploration of the claims' domains (sssn_verify.explore)."""
+    from ..explore import DEFAULT_EXPLORE, explore_suite, write_json
+    n = DEFAULT_EXPLORE[args.mode] if args.explore is None else args.explore
+    res = explore_suite(args.claim, n, mode=args.mode, seed=args.seed, alpha=alpha, report_dir=args.report,
+                        progress=not args.no_progress, executor=executor)
+    if args.report:
+        write_json(res, args.report)
+    return res
 
 
 def _campaign(args, seeds, alpha) -> int:

@@ -1,0 +1,68 @@
+"""Exploration of a claim's domain: screening, confirmation, shrinking, replay (issue 13).
+
+Small budgets keep this file fast; the statistics are the same as at full budget.
+"""
+import json
+import os
+
+import pytest
+from hypothesis import find
+
+from sssn_verify.claims import CLAIMS, get_claim
+from sssn_verify.claims.lyapunov import derived_formula
+from sssn_verify.explore import example_pvalue, explore_claim, explore_suite, run_example
+
+SMALL = {"paths": 3000, "depth": 40}
+
+
+def wrong_from_d5(d, k0, k1):
+    """lambda_1 with an extra 0.3 k0 (d - 4) for d >= 5: right for d <= 4 only."""
+    return derived_formula()(d, k0, k1) + 0.3 * k0 * max(0, d - 4)
+
+
+def test_every_anchor_is_in_the_domain_shape():
+    explorable = [c for c in CLAIMS.values() if c.domain is not None]
+    assert explorable, "no claim declares a domain"
+    for c in explorable:
+        simplest = find(c.domain, lambda _: True)
+        assert len(simplest) == len(c.anchors[0]) == len(c.domain.fields)
+
+
+def test_right_formula_passes_on_drawn_parameters():
+    e = explore_claim("lyapunov", 3, seed=2, screen_level=0.01 / 3, budget=SMALL)
+    assert e.passed and len(e.examples) >= 3
+    assert all(x["verdict"] != "failed" for x in e.examples)
+
+
+def test_mutation_is_rejected_and_shrunk_to_d5(tmp_path):
+    db = str(tmp_path / "db")
+    e = explore_claim("lyapunov", 6, seed=0, screen_level=0.01 / 6, budget=SMALL, formula=wrong_from_d5,
+                      database=db, max_shrinks=25)
+    assert not e.passed
+    shrunk = e.counterexample["shrunk"]
+    assert shrunk[2] == 5, shrunk                              # the smallest d where it is wrong
+    assert e.counterexample["confirm_pvalue"] < 0.01
+    # no false alarm where the mutant is right (d <= 4)
+    assert all(x["verdict"] != "failed" for x in e.examples if x["config"][2] <= 4)
+    # the failing example was stored, and is replayed first next time
+    assert os.listdir(db)
+    again = explore_claim("lyapunov", 1, seed=99, screen_level=0.01, budget=SMALL, formula=wrong_from_d5,
+                          database=db, max_shrinks=0)
+    assert not again.passed and again.counterexample["first"][2] >= 5
+
+
+def test_example_pvalue_bonferroni_and_deterministic_failure():
+    r = run_example("lyapunov", "quick", 1, ("gaussian", "relu", 3, 1.0, 0.0, 1.0), SMALL)
+    p = example_pvalue(r)
+    assert 0.0 <= p <= 1.0
+    r.checks[0].pvalue, r.checks[0].passed = None, False
+    assert example_pvalue(r) == 0.0
+
+
+def test_suite_writes_json_and_figure(tmp_path):
+    res = explore_suite(["lyapunov", "kernel"], 1, seed=4, report_dir=str(tmp_path))
+    d = res.to_dict()
+    assert d["passed"] and d["familywise"] == pytest.approx(1e-4)
+    assert [c["claim"] for c in d["claims"]] == ["lyapunov"] + (["kernel"] if get_claim("kernel").domain else [])
+    assert os.path.exists(tmp_path / "explore_lyapunov.png")
+    json.dumps(d, allow_nan=False)
