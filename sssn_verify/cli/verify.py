@@ -6,6 +6,7 @@ import sys
 
 from ..errors import ParameterError
 from ..executor import add_cli_options
+from ..params import check_int
 from .common import print_json
 
 
@@ -55,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
     for name in args.claim or []:
         get_claim(name)  # ClaimError -> exit 2 before any work
     alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
+    if args.explore is not None:
+        check_int("explore", args.explore, 0)   # ParameterError -> exit 2 before any work
     if args.seeds is not None:
         return _campaign(args, parse_seeds(args.seeds), alpha)
     with from_cli(args) as ex:
