@@ -35,6 +35,8 @@ def register(sub) -> None:
     add_kernel_options(p)
     p.add_argument("--rho", type=float, default=None, help="also evaluate K(rho), rho in [-1, 1] (kernel)")
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+    p.add_argument("--standalone", action="store_true",
+                   help="with --format latex: a complete, compilable LaTeX document")
     p.set_defaults(func=run)
 
     q = sub.add_parser("latex", help="write derivations/sssn_derivations.tex (and the PDF if TeX is installed)",
@@ -42,6 +44,8 @@ def register(sub) -> None:
                                    "compile it when pdflatex or lualatex is on PATH.")
     q.add_argument("--out", default="derivations", metavar="DIR", help="output folder (default derivations)")
     q.add_argument("--no-pdf", action="store_true", help="do not run a TeX engine")
+    q.add_argument("--with-report", metavar="DIR", default=None,
+                   help="add each claim's latest verdict from DIR/report.json (sssn-verify verify --report DIR)")
     q.set_defaults(func=run_latex)
 
 
@@ -125,6 +129,13 @@ def run(args: argparse.Namespace) -> int:
     if args.name != "all" and args.name not in names:
         raise DerivationError(f"unknown derivation {args.name!r}; known: {', '.join(names)}, all")
     chosen = names if args.name == "all" else [args.name]
+    if args.standalone:
+        if args.format != "latex":
+            raise ParameterError("standalone", True, "only with --format latex")
+        from ..latex_doc import standalone_document
+        print(standalone_document(chosen, activation=args.activation, sigma_w=args.sigma_w,
+                                  sigma_b=args.sigma_b, sigma_a=args.sigma_a), end="")
+        return 0
     rendered = [_render(_one(n, args), args.format) for n in chosen]
     if args.format == "json":
         print_json(rendered[0] if args.name != "all" else rendered)
@@ -137,13 +148,14 @@ def run_latex(args: argparse.Namespace) -> int:
     from ..latex_doc import write_document
     if not str(args.out).strip():
         raise ParameterError("out", args.out, "must be a folder path")
-    result = write_document(args.out, compile_pdf=not args.no_pdf)
+    result = write_document(args.out, compile_pdf=not args.no_pdf, report=args.with_report)
     print(f"wrote {result['tex']}")
     if result["pdf"]:
-        print(f"wrote {result['pdf']} ({result['engine']})")
+        print(f"wrote {result['pdf']} ({result['engine']}: {result['pages']} pages, "
+              f"{result['overfull']} overfull boxes)")
     elif result.get("engine"):
         print(f"{result['engine']} failed: {result.get('error', '')[-200:]}")
         return 1
-    else:
+    elif not args.no_pdf:
         print("no pdflatex/lualatex on PATH: PDF not built")
     return 0
