@@ -140,22 +140,24 @@ def relu_region():
 def dissipation() -> Derivation:
     """lambda_bar edge value (d-1) k1 - (d-3) k0, the stable ratio, and the ReLU formula."""
     dv = Derivation(
-        "dissipation", "Dissipation rate lambda_bar(beta) of the interaction energy",
-        ["L2 f = b f' + a f''/2 with b, a the noise coefficients of two_point",
-         "f(rho) = e^beta - e^{beta rho} for beta > 0, f = 1 - rho for beta = 0",
-         "lambda_bar(beta) = sup over rho in [-1, 1) of L2 f / f",
-         "near rho = 1: K(1-u) = k0 - k1 u + c u^(1+alpha), alpha > 0 (covers non-analytic kernels)"],
+        "dissipation", "Dissipation rate $\\bar\\lambda(\\beta)$ of the interaction energy",
+        ["$L_2 f = b f' + a f''/2$ with $b$, $a$ the noise coefficients of the two-point motion",
+         "$f(\\rho) = e^{\\beta} - e^{\\beta\\rho}$ for $\\beta > 0$, $f(\\rho) = 1 - \\rho$ for $\\beta = 0$",
+         "$\\bar\\lambda(\\beta) = \\sup_{\\rho \\in [-1, 1)} L_2 f / f$",
+         "near $\\rho = 1$: $K(1-u) = k_0 - k_1 u + c\\, u^{1+\\alpha}$ with $\\alpha > 0$ (this covers non-analytic "
+         "kernels)"],
         [], None)
     Nb = generator_factor(True)
-    dv.add("f'' = beta f', hence L2 f = f' (b + beta a/2); the factor N = b + beta a/2", Nb)
-    dv.add("beta = 0: L2 f = -b", generator_factor(False))
-    dv.add("Stable form: rho = 1 - u, K = k0 - u q (q -> k1); N/u as a polynomial in u, q "
-           "(L2 f/f = -e^{-beta u} (N/u) / h(u), h = (1 - e^{-beta u})/(beta u))", stable_numerator())
+    dv.add("$f'' = \\beta f'$, hence $L_2 f = f' (b + \\beta a/2)$; the factor $N = b + \\beta a/2$", Nb)
+    dv.add("$\\beta = 0$: $L_2 f = -b$", generator_factor(False))
+    dv.add("Stable form: $\\rho = 1 - u$, $K = k_0 - u q$ (so $q \\to k_1$); $N/u$ is a polynomial in $u$ and $q$, "
+           "and $L_2 f / f = -e^{-\\beta u} (N/u) / h(u)$ with $h(u) = (1 - e^{-\\beta u})/(\\beta u)$",
+           stable_numerator())
     lam = edge_rate()
     le = sp.Symbol("lambda_edge")
-    dv.add("Edge value lim_{rho->1} L2 f/f (the same for beta > 0 and beta = 0)", sp.Eq(le, lam))
+    dv.add("Edge value $\\lim_{\\rho \\to 1} L_2 f / f$ (the same for $\\beta > 0$ and $\\beta = 0$)", sp.Eq(le, lam))
     relu = relu_edge_rate()
-    dv.add("ReLU (k0, k1 from the kernel derivation)", sp.Eq(le, relu))
+    dv.add("ReLU ($k_0$, $k_1$ from the kernel derivation)", sp.Eq(le, relu))
     dv.result = sp.Eq(le, lam)
     dv.extras.update(edge_rate=sp.sstr(lam), edge_rate_relu=sp.sstr(relu),
                      stable_numerator=sp.sstr(stable_numerator()))
@@ -177,30 +179,32 @@ def antipodal_rate() -> sp.Expr:
 def coercivity() -> Derivation:
     """The coercivity condition lambda_bar < 0 as Gaussian moments; the exact ReLU region."""
     dv = Derivation(
-        "coercivity", "Coercivity condition lambda_bar < 0",
-        ["Price: k0 = sigma_a^2 E[phi(U)^2] =: sigma_a^2 M0, k1 = sigma_a^2 sigma_w^2 E[phi'(U)^2] "
-         "=: sigma_a^2 sigma_w^2 M1, U ~ N(0, sigma_w^2 + sigma_b^2)",
-         "lambda_bar < 0 needs the edge value negative and L2 f < 0 in the interior"],
+        "coercivity", "Coercivity condition $\\bar\\lambda < 0$",
+        ["Price's theorem: $k_0 = \\sigma_a^2 E[\\phi(U)^2] =: \\sigma_a^2 M_0$ and "
+         "$k_1 = \\sigma_a^2 \\sigma_w^2 E[\\phi'(U)^2] =: \\sigma_a^2 \\sigma_w^2 M_1$, with "
+         "$U \\sim N(0, \\sigma_w^2 + \\sigma_b^2)$",
+         "$\\bar\\lambda < 0$ needs a negative edge value and $L_2 f < 0$ in the interior"],
         [], None)
     lam = edge_rate()
     moments = sp.factor(lam.subs({k0: sigma_a**2 * M0, k1: sigma_a**2 * sigma_w**2 * M1}))
-    dv.add("Edge value in Gaussian moments", moments)
+    dv.add("Edge value in the Gaussian moments", moments)
     edge_cond = sp.simplify(moments / sigma_a**2) < 0
-    dv.add("Edge condition (divide by sigma_a^2 > 0)", edge_cond)
+    dv.add("Edge condition (divide by $\\sigma_a^2 > 0$)", edge_cond)
     Nb = generator_factor(True)
-    dv.add("Interior condition: L2 f / f < 0 <=> N(rho) = b + beta a/2 > 0 for rho in [-1, 1) "
-           "(f > 0, f' < 0); with a uniform margin for lambda_bar < 0", Nb > 0)
+    dv.add("Interior condition: $L_2 f / f < 0 \\iff N(\\rho) = b + \\beta a/2 > 0$ for $\\rho \\in [-1, 1)$ "
+           "(as $f > 0$ and $f' < 0$), with a uniform margin for $\\bar\\lambda < 0$", Nb > 0)
     at_minus_one = sp.factor(Nb.subs(rho, -1))
-    dv.add("At rho = -1 the interior condition reads (so odd phi without bias, K(-1) = -k0, "
-           "gives lambda_bar >= 0)", at_minus_one > 0)
+    dv.add("At $\\rho = -1$ the interior condition reads as follows (so an odd $\\phi$ without bias, for which "
+           "$K(-1) = -k_0$, gives $\\bar\\lambda \\ge 0$)", at_minus_one > 0)
     anti = antipodal_rate()
-    dv.add("Value of L2 f / f at rho = -1 (K_rho = K(-1)); for beta > 0 it tends to 0 as beta -> oo, so "
-           "lambda_bar(beta) >= this value -> 0: dissipation degrades exponentially in beta "
-           "(numerically the sup sits at rho -> 1 or at rho = -1 for ReLU)", anti)
+    dv.add("Value of $L_2 f / f$ at $\\rho = -1$ (in it $K(\\rho)$ stands for $K(-1)$). For $\\beta > 0$ it tends to "
+           "$0$ as $\\beta \\to \\infty$, and $\\bar\\lambda(\\beta)$ is at least this value, so dissipation degrades "
+           "exponentially in $\\beta$ (numerically, for ReLU, the supremum sits at $\\rho \\to 1$ or at $\\rho = -1$)",
+           anti)
     F, A, B, thr, d_set = relu_region()
-    dv.add("ReLU: sign of lambda_edge = sign of F(d, t), t = sigma_b/sigma_w", F)
-    dv.add("F < 0 needs the t^2 coefficient negative, i.e. d in", d_set)
-    dv.add("and then t > threshold", thr)
+    dv.add("ReLU: the sign of $\\lambda_{\\mathrm{edge}}$ is the sign of $F(d, t)$, where $t = \\sigma_b / \\sigma_w$", F)
+    dv.add("$F < 0$ needs a negative coefficient of $t^2$, i.e. $d$ in", d_set)
+    dv.add("and then $t$ above the threshold", thr)
     region = sp.And(d > 3, t_ratio > thr)
     dv.result = region
     dv.extras.update(antipodal_rate=sp.sstr(anti), edge_condition_moments=sp.sstr(edge_cond), relu_threshold=sp.sstr(thr),
@@ -295,33 +299,36 @@ def near_sync_attention_rate() -> sp.Expr:
 def attention_bound() -> Derivation:
     """C_att(beta, Q, K, V) = 2 ||V|| (1 + beta ||K^T Q||), and 0 for energy-lowering attention."""
     dv = Derivation(
-        "attention_bound", "Attention contribution to the energy: the constant C_att",
-        ["A_i = sum_j softmax_j(beta <Q x_i, K x_j>) V x_j, tokens on S^{d-1}",
-         "E_beta = (1/(2 beta N^2)) sum_ij f(rho_ij), f = e^beta - e^{beta rho} (E_0 with f = 1 - rho)",
+        "attention_bound", "Attention contribution to the energy: the attention constant",
+        ["$A_i = \\sum_j \\operatorname{softmax}_j(\\beta \\langle Q x_i, K x_j\\rangle)\\, V x_j$, tokens on $S^{d-1}$",
+         "$E_\\beta = \\frac{1}{2\\beta N^2} \\sum_{i,j} f(\\rho_{ij})$ with $f(\\rho) = e^{\\beta} - e^{\\beta\\rho}$ "
+         "($E_0$: the same with $f(\\rho) = 1 - \\rho$)",
          "norms are operator 2-norms"],
         [], None)
     drho, claim, residual = attention_rho_identity()
-    dv.add("Attention part of d rho_ij/dt (inner products, any d)", drho)
+    dv.add("Attention part of $d\\rho_{ij}/dt$ (inner products, any $d$)", drho)
     if residual != 0:
         raise DerivationError("attention identity failed")
-    dv.add("Identity d(1-rho)/dt = -(1-rho)<S, x_i+x_j> + (1/2)(1+rho)<D, x_i-x_j>, "
-           "S = (A_i+A_j)/2, D = A_i - A_j: residual", residual)
+    dv.add("Identity $d(1-\\rho)/dt = -(1-\\rho)\\langle S, x_i + x_j\\rangle + \\tfrac12 (1+\\rho)\\langle D, x_i - x_j\\rangle$ "
+           "with $S = (A_i + A_j)/2$, $D = A_i - A_j$: the residual", residual)
     (nV, nKQ, b_), bound_D, C = attention_constant()
-    dv.add("|first term| <= ||V|| * 2 * (1-rho); |D| <= beta ||V|| ||K^T Q|| |x_i - x_j| "
-           "(Jacobian of the softmax mean = beta V Cov_p K^T Q, ||Cov_p|| <= 1); |x_i-x_j|^2 = 2(1-rho): "
-           "|second term| <=", sp.factor(bound_D))
-    dv.add("maximum over rho in [-1, 1] of the total bound divided by (1 - rho): "
-           "|d(1-rho)/dt| <= C_att (1 - rho) with C_att =", C)
+    dv.add("$|\\text{first term}| \\le 2\\|V\\| (1-\\rho)$; $|D| \\le \\beta \\|V\\| \\|K^{\\top} Q\\| |x_i - x_j|$ (the "
+           "Jacobian of the softmax mean is $\\beta V \\operatorname{Cov}_p K^{\\top} Q$ with "
+           "$\\|\\operatorname{Cov}_p\\| \\le 1$) and $|x_i - x_j|^2 = 2(1-\\rho)$, so $|\\text{second term}|$ is at most",
+           sp.factor(bound_D))
+    dv.add("The maximum over $\\rho \\in [-1, 1]$ of the total bound divided by $1 - \\rho$: "
+           "$|d(1-\\rho)/dt| \\le C_{\\mathrm{att}} (1 - \\rho)$ with $C_{\\mathrm{att}}$ equal to", C)
     bb = sp.Symbol("beta", positive=True)
     h = sp.exp(bb) - sp.exp(bb * rho) - bb * sp.exp(bb * rho) * (1 - rho)
     dh = sp.factor(sp.diff(h, rho))
     w = sp.Symbol("w", nonnegative=True)      # w = 1 - rho >= 0
     if h.subs(rho, 1) != 0 or not sp.simplify(dh.subs(rho, 1 - w)).is_nonpositive:
         raise DerivationError("convexity inequality failed")
-    dv.add("h = f - beta e^{beta rho}(1-rho): h(1) = 0 and h' = (<= 0 on [-1,1]), so f >= beta e^{beta rho}(1-rho)",
-           dh)
-    dv.add("Hence dE_beta/dt|_att = (1/(2N^2)) sum e^{beta rho_ij} d(1-rho_ij)/dt <= C_att E_beta; with the "
-           "noise part: E[E_beta(mu_t)] <= exp((lambda_bar + C_att) t) E[E_beta(mu_0)]")
+    dv.add("$h = f - \\beta e^{\\beta\\rho}(1-\\rho)$ has $h(1) = 0$ and its derivative $h'$, below, is $\\le 0$ on "
+           "$[-1, 1]$, so $f \\ge \\beta e^{\\beta\\rho} (1-\\rho)$", dh)
+    dv.add("Hence $dE_\\beta/dt|_{\\mathrm{att}} = \\frac{1}{2N^2} \\sum_{i,j} e^{\\beta\\rho_{ij}}\\, d(1-\\rho_{ij})/dt "
+           "\\le C_{\\mathrm{att}} E_\\beta$; with the noise part, "
+           "$E[E_\\beta(\\mu_t)] \\le e^{(\\bar\\lambda + C_{\\mathrm{att}}) t}\\, E[E_\\beta(\\mu_0)]$")
     for n in (2, 3, 4):
         res = energy_identity_residual(n)
         if res != 0:
@@ -329,15 +336,16 @@ def attention_bound() -> Derivation:
         res0 = energy_identity_residual(n, zero_beta=True)
         if res0 != 0:
             raise DerivationError(f"beta = 0 energy identity failed for N={n}: {res0}")
-    dv.add("V = v I, Q^T K = I: dE_beta/dt = -(v/N^2) sum_i Z_i |P_{x_i} A_i/v|^2, Z_i = sum_j e^{beta rho_ij}; "
-           "verified symbolically for N = 2, 3, 4 (and beta = 0; any normalizations Z_i) after the symmetrization "
-           "sum_ij e^{beta rho_ij}(<x_i', x_j> + <x_i, x_j'>) = 2 sum_i <x_i', Z_i A_i/v>: residual", sp.S.Zero)
+    dv.add("$V = v I$, $Q^{\\top} K = I$: $dE_\\beta/dt = -\\frac{v}{N^2} \\sum_i Z_i |P_{x_i} A_i / v|^2$ with "
+           "$Z_i = \\sum_j e^{\\beta\\rho_{ij}}$, verified symbolically for $N = 2, 3, 4$ (and $\\beta = 0$; any "
+           "normalizations $Z_i$) after the symmetrization $\\sum_{i,j} e^{\\beta\\rho_{ij}} (\\langle x_i', x_j\\rangle + "
+           "\\langle x_i, x_j'\\rangle) = 2 \\sum_i \\langle x_i', Z_i A_i / v\\rangle$: the residual", sp.S.Zero)
     ns = near_sync_attention_rate()
-    dv.add("Near synchronization (two tokens at x = e1, rho -> 1; any weights with equal rows at coincidence, "
-           "so any beta, Q, K): attention adds the rate "
-           "lim [d(1-rho)/dt]/(1-rho) = -2 <V x, x>; so for tokens in a small cap the expected energy changes at "
-           "rate lambda_edge - 2 <V x, x> + o(1): no uniform decay rate below lambda_edge - 2 lambda_min((V+V^T)/2)",
-           ns)
+    dv.add("Near synchronization (two tokens at $x = e_1$, $\\rho \\to 1$; any attention weights whose rows are "
+           "equal at coincidence, so any $\\beta$, $Q$, $K$) attention adds the rate "
+           "$\\lim [d(1-\\rho)/dt]/(1-\\rho) = -2 \\langle V x, x\\rangle$. For tokens in a small cap the expected energy "
+           "therefore changes at rate $\\lambda_{\\mathrm{edge}} - 2\\langle V x, x\\rangle + o(1)$, and no uniform decay "
+           "rate lies below $\\lambda_{\\mathrm{edge}} - 2 \\lambda_{\\min}((V + V^{\\top})/2)$", ns)
     dv.result = sp.Piecewise((0, sp.Symbol("energy_lowering")), (C, True))
     dv.extras.update(c_att=sp.sstr(C), near_sync_attention_rate=sp.sstr(ns),
                      zero_when="V = 0; or V = v I with v >= 0 and (Q^T K = I or beta = 0)")

@@ -121,12 +121,12 @@ def ito_drift_derivation() -> Derivation:
     """c(x) from expanding Pi(x + delta a + sqrt(delta) g) to order delta."""
     steps, e1, e2, general, coefficient = _derive()
     der = Derivation(
-        "ito_drift", "Ito drift of the radial projection",
+        "ito_drift", "Itô drift of the radial projection",
         ["$|x| = 1$, $\\Pi(z) = z/|z|$, $h = \\delta a + \\sqrt{\\delta} g$",
          "$E g = 0$, $E g g^T = \\Sigma(x)$ (general), then $\\Sigma = k_0 I_d$",
          "Terms of order higher than $\\delta$ are dropped (they vanish in the limit $L \\to \\infty$)",
-         "Vectors are atoms $x, a, g, \\Sigma x$; scalars are the invariants "
-         + ", ".join(f"${sp.latex(k)} = {v}$" for k, v in _INVARIANT_NAMES.items())],
+         "Vectors are the atoms $x$, $a$, $g$, $\\Sigma x$; scalars are the invariants "
+         + ", ".join(f"${v}$" for v in _INVARIANT_NAMES.values())],
         [], None)
     for text, expr in steps:
         der.add(text, expr)

@@ -110,7 +110,7 @@ def _relu_J() -> tuple[sp.Expr, list]:
     steps.append(("Angular integral of $\\cos t \\cos(t-\\alpha)$ over $t \\in (\\alpha-\\pi/2, \\pi/2)$ "
                   "(both factors positive)", sp.simplify(angular)))
     j_alpha = sp.simplify(radial * angular / (2 * sp.pi))
-    steps.append(("$J(\\alpha)$ = radial x angular / $(2\\pi)$", j_alpha))
+    steps.append(("$J(\\alpha) = (\\text{radial}) \\cdot (\\text{angular}) / (2\\pi)$", j_alpha))
     j_r = sp.simplify(j_alpha.subs(_alpha, sp.acos(r)))
     steps.append(("Substitute $\\alpha = \\arccos r$", j_r))
     return j_r, steps
@@ -306,10 +306,10 @@ def _one_d_integral(expr: sp.Expr) -> sp.Expr:
 
 
 ASSUMPTIONS = [
-    "(U, V) centered Gaussian, Var U = Var V = $S = \\sigma_w^2 + \\sigma_b^2$, "
-    "Cov(U, V) = $c = \\sigma_w^2 \\rho + \\sigma_b^2$, correlation $r = c/S$",
+    "$(U, V)$ centered Gaussian, $\\operatorname{Var} U = \\operatorname{Var} V = S = \\sigma_w^2 + \\sigma_b^2$, "
+    "$\\operatorname{Cov}(U, V) = c = \\sigma_w^2 \\rho + \\sigma_b^2$, correlation $r = c/S$",
     "$K(\\rho) = \\sigma_a^2 E[\\phi(U)\\phi(V)]$, $k_0 = K(1)$, $k_1 = K'(1)$ (one-sided, $\\rho \\to 1^-$)",
-    "$U = \\sqrt{S} Z_1$, $V = \\sqrt{S}(r Z_1 + \\sqrt{1-r^2} Z_2)$ with $Z_1, Z_2$ iid N(0,1)",
+    "$U = \\sqrt{S} Z_1$, $V = \\sqrt{S}(r Z_1 + \\sqrt{1-r^2} Z_2)$ with $Z_1, Z_2$ iid $N(0,1)$",
     "$\\rho \\in [-1, 1]$, $\\sigma_w, \\sigma_a > 0$, $\\sigma_b \\ge 0$ ($\\sigma_b = 0$ by substitution)",
 ]
 
@@ -319,17 +319,21 @@ def kernel_derivation(activation="relu") -> Derivation:
     """K(rho), k0 = K(1), k1 = K'(1) for `activation`: closed form when sympy derives one."""
     act = get_activation(activation)
     got = _derive_cached(act.name)
-    der = Derivation("kernel", f"Covariance kernel for phi(u) = {act.name}", list(ASSUMPTIONS), [], None)
+    der = Derivation("kernel", f"Covariance kernel for the activation `{act.name}`", list(ASSUMPTIONS), [], None)
     der.add(f"Activation $\\phi(u) = {sp.latex(act.expr)}$", act.expr)
     if got is None:
-        der.add("No closed form is derived for this activation: K is the defining Gaussian integral, "
-                "evaluated by deterministic quadrature (sssn_verify.numeric.kernels)")
+        der.add("No closed form is derived for this activation: $K$ is the defining Gaussian integral, "
+                "evaluated by deterministic quadrature (`sssn_verify.numeric.kernels`)")
         k0 = sigma_a**2 * _one_d_integral(act.expr**2)
         k1 = sp.oo if act.has_jump else sigma_a**2 * sigma_w**2 * _one_d_integral(act.derivative_ae**2)
         der.add("$k_0 = \\sigma_a^2 E[\\phi(U)^2]$", k0)
         der.add("$k_1 = \\sigma_a^2 \\sigma_w^2 E[\\phi'(U)^2]$ (Price's theorem)"
                 + ("; $\\phi$ has a jump, so $k_1 = +\\infty$" if act.has_jump else ""), k1)
         der.result = defining_integral(act)
+        # typeset with S and r of the assumptions (the expanded integrand does not fit a line)
+        der.result_display = sigma_a**2 * sp.Integral(
+            act.expr.subs(u, sp.sqrt(S) * z1) * act.expr.subs(u, sp.sqrt(S) * (r * z1 + sp.sqrt(1 - r**2) * z2))
+            * _gauss_density(z1) * _gauss_density(z2), (z2, -sp.oo, sp.oo), (z1, -sp.oo, sp.oo))
         der.extras.update(k0=k0, k1=k1, method="quadrature", activation=act.name)
         return der
     K, k0, k1, steps, route, h, dh = got

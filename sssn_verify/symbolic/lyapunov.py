@@ -172,31 +172,39 @@ def lyapunov(activation: str = "relu") -> Derivation:
     """lambda_1 = ((d-3) k1 - (d-1) k0)/2, by the tangent flow and by the two-point motion."""
     dv = Derivation(
         "lyapunov", "Top Lyapunov exponent of the noise-only flow",
-        ["noise-only SDE dX = c(X) dt + P_X W(dt, X), c(x) = -(d-1) k0 x / 2 (derived in two_point)",
-         "k0 = K(1), k1 = K'(1) finite (phi without jumps)",
-         "tangent vector V of unit length orthogonal to x (isotropy: the rate does not depend on x, V)"],
+        ["noise-only SDE $dX = c(X)\\,dt + P_X W(dt, X)$ with $c(x) = -(d-1) k_0 x/2$ (derived for the two-point "
+         "motion)",
+         "$k_0 = K(1)$ and $k_1 = K'(1)$ finite ($\\phi$ without jumps)",
+         "tangent vector $V$ of unit length orthogonal to $x$ (by isotropy the rate depends on neither $x$ nor $V$)"],
         [], None)
     var_dw, cross = field_derivative_covariances()
-    dv.add("Covariance of the field derivative DW(x)[V] per component (k1 = K'(1)) and its "
-           "cross-covariance with W(x)", sp.Tuple(var_dw, cross))
+    dv.add("Covariance of the field derivative $DW(x)[V]$ per component ($k_1 = K'(1)$) and its "
+           "cross-covariance with $W(x)$", sp.Tuple(var_dw, cross))
     B = tangent_noise_loading(3)
-    dv.add("Derivative of x -> P_x w along V at x = e1, V = e2 (d = 3 shown), i.e. -(V x^T + x V^T)", B)
+    dv.add("Derivative of $x \\mapsto P_x w$ along $V$ at $x = e_1$, $V = e_2$ ($d = 3$ shown), i.e. "
+           "$-(V x^{\\top} + x V^{\\top})$", B)
     g = sp.Symbol("Lambda")
-    dv.add("Ito drift of log|V| in d = 3", sp.Eq(g, tangent_log_growth(3)))
+    dv.add("Itô drift $\\Lambda$ of $\\log |V|$ in $d = 3$", sp.Eq(g, tangent_log_growth(3)))
     lam = lambda1_tangent()
     lam_sym = sp.Symbol("lambda_1")
-    dv.add("Explicit d = 2..7, affine in d: route 1 (tangent flow)", sp.Eq(lam_sym, lam))
+    dv.add("Route 1 (tangent flow), any $d$: at $x = e_1$, $V = e_2$ every matrix in Itô's formula for "
+           "$\\log |V|$ (the noise loading $-(V x^{\\top} + x V^{\\top})$, the projector $P_x$, the Hessian of "
+           "$\\log |V|$, the drift's Jacobian $\\gamma I$, the covariances) maps $\\operatorname{span}(e_1, e_2)$ to "
+           "itself and is a multiple of the identity, with a factor free of $d$, on its orthogonal complement of "
+           "dimension $d - 2$. The drift is a trace, hence affine in $d$: the explicit computations in $d = 2$ and "
+           "$d = 3$ determine it, and those in $d = 4, \\dots, 7$ agree with it", sp.Eq(lam_sym, lam))
     lam2 = lambda1_two_point()
-    dv.add("Route 2: u = 1 - rho, K(1-u) = k0 - k1 u + c u^(1+alpha), "
-           "lambda_1 = (1/2) lim_{u->0} (drift_u/u - a/(2 u^2))", sp.Eq(lam_sym, lam2))
+    dv.add("Route 2 (two-point motion at small distance, any $d$): $u = 1 - \\rho$, "
+           "$K(1-u) = k_0 - k_1 u + c\\, u^{1+\\alpha}$ with $\\alpha > 0$, and "
+           "$\\lambda_1 = \\tfrac12 \\lim_{u \\to 0} \\bigl(\\mathrm{drift}_u / u - a/(2u^2)\\bigr)$", sp.Eq(lam_sym, lam2))
     agree = sp.simplify(lam - lam2)
     if agree != 0:
         raise DerivationError(f"the two routes to lambda_1 disagree: {agree}")
     dv.add("Difference of the two routes", agree)
     c0, c1, source = kernel_constants("relu")
-    dv.add(f"ReLU constants k0, k1 (from {source})", sp.Tuple(c0, c1))
+    dv.add(f"ReLU constants $k_0$, $k_1$ (from `{source}`)", sp.Tuple(c0, c1))
     relu = lambda1_relu()
-    dv.add("ReLU: lambda_1 in (d, sigma_w, sigma_b, sigma_a); negative for every d >= 2", relu)
+    dv.add("ReLU: $\\lambda_1$ in terms of $d$, $\\sigma_w$, $\\sigma_b$, $\\sigma_a$; negative for every $d \\ge 2$", relu)
     dv.result = sp.Eq(lam_sym, lam)
     dv.extras.update(lambda1=sp.sstr(lam), lambda1_relu=sp.sstr(relu), routes_agree=True,
                      relu_constants_source=source)

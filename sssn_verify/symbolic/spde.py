@@ -68,17 +68,20 @@ def spde() -> Derivation:
     """The weak form of the SPDE for the empirical measure, with the derived Delta_S."""
     dv = Derivation(
         "spde", "McKean-Vlasov SPDE with common noise (weak form)",
-        ["mu_t = (1/N) sum_i delta_{X_i(t)}, phi smooth on S^{d-1}",
-         "dX_i = [P A[mu](X_i) + c(X_i)] dt + P W(dt, X_i), c(x) = gamma x from two_point"],
+        ["$\\mu_t = \\frac{1}{N} \\sum_i \\delta_{X_i(t)}$, $\\varphi$ smooth on $S^{d-1}$",
+         "$dX_i = [P A[\\mu](X_i) + c(X_i)]\\,dt + P\\, W(dt, X_i)$ with $c(x) = \\gamma x$ from the two-point motion"],
         [], None)
     gam, _, _ = two_point_coefficients()
     x_grad, tr_php = TeX(r"\langle x, \nabla\varphi \rangle"), TeX(r"\operatorname{tr}(P_x \nabla^2\varphi P_x)")
     gen = gam * x_grad + k0 / 2 * tr_php
-    dv.add("Ito drift of phi(X) for the noise part: grad phi . c(x) + (k0/2) tr(P Hess(phi) P), c = gamma x",
+    dv.add("Itô drift of $\\varphi(X)$ for the noise part: $\\nabla\\varphi \\cdot c(x) + \\frac{k_0}{2} "
+           "\\operatorname{tr}(P \\nabla^2\\varphi P)$ with $c(x) = \\gamma x$ (any $d$)",
            sp.collect(sp.expand(gen), k0))
     _check_dims(gam)
-    dv.add("Equals (k0/2) Delta_S phi with Delta_S phi = tr(P Hess phi P) - (d-1)<x, grad phi>; checked "
-           "against the Euclidean Laplacian of phi(x/|x|) for polynomial phi in d = 2..5")
+    dv.add("This is $\\frac{k_0}{2} \\Delta_S \\varphi$ with $\\Delta_S \\varphi = \\operatorname{tr}(P \\nabla^2\\varphi P) "
+           "- (d-1)\\langle x, \\nabla\\varphi\\rangle$, the classical formula for the Laplace-Beltrami operator "
+           "of $S^{d-1}$ in every $d$; the comparison with the Euclidean Laplacian of $\\varphi(x/|x|)$ for "
+           "polynomial $\\varphi$ in $d = 2, \\dots, 5$ checks the computation and is not its proof")
     transport = TeX(r"\langle \mu_t, \nabla\varphi \cdot P_x A[\mu_t] \rangle")
     lap = TeX(r"\langle \mu_t, \Delta_{S}\varphi \rangle")
     noise = TeX(r"\langle \mu_t, \nabla\varphi(x) \cdot P_x W(dt, x) \rangle")
@@ -86,7 +89,8 @@ def spde() -> Derivation:
     dmu = TeX(r"d" + r"\langle \mu_t, \varphi \rangle")
     half_k0 = sp.simplify(-gam / (d_sym - 1))
     weak = sp.Eq(dmu, (transport + half_k0 * lap) * dt + noise)
-    dv.add("Average over tokens: weak form (common noise keeps the martingale term as N -> infinity)", weak)
+    dv.add("Average over the tokens: the weak form (the noise is common, so the martingale term survives as "
+           "$N \\to \\infty$)", weak)
     dv.result = weak
     dv.extras.update(one_point_generator="grad phi . P_x A + (k0/2) Delta_S phi",
                      laplace_beltrami="tr(P_x Hess(phi) P_x) - (d-1) <x, grad phi>",

@@ -237,27 +237,35 @@ def noise_coefficients(K_expr=None):
 def two_point() -> Derivation:
     """Drift b(rho) and squared diffusion a(rho) of rho = <X_i, X_j>; attention part."""
     dv = Derivation(
-        "two_point", "Two-point motion of the overlap rho",
-        ["dX = [P_X A + c(X)] dt + P_X W(dt, X), Ito, E[W(x)W(y)^T] = K(<x,y>) I dt",
-         "K_rho denotes K(rho), k0 = K(1); tokens on the unit sphere S^{d-1}",
-         "general d: every operator acts as a multiple of the identity on span(x,y)^perp, "
-         "so each coefficient is affine in d (fitted on d=2,3, verified on d=4..7)"],
+        "two_point", "Two-point motion of the overlap $\\rho$",
+        ["$dX = [P_X A + c(X)]\\,dt + P_X W(dt, X)$ (Itô), $E[W(x) W(y)^{\\top}] = K(\\langle x, y\\rangle)\\, I\\,dt$",
+         "$k_0 = K(1)$; tokens on the unit sphere $S^{d-1}$",
+         "General $d$: by rotation invariance $x = e_1$ and $y \\in \\operatorname{span}(e_1, e_2)$. Every matrix "
+         "in Itô's formula (the projectors $P_x$, $P_y$, the Hessian of $\\langle x, y\\rangle$, the noise "
+         "covariance) maps $\\operatorname{span}(e_1, e_2)$ to itself and acts on its orthogonal complement, of "
+         "dimension $d - 2$, as a multiple of the identity whose factor does not depend on $d$. Each coefficient is "
+         "a trace, hence of the form $\\alpha + (d-2)\\beta$ with $\\alpha$, $\\beta$ free of $d$: affine in "
+         "$d$. The explicit computations in $d = 2$ and $d = 3$ determine it; those in $d = 4, \\dots, 7$ agree "
+         "with it (a check of the block structure)"],
         [], None)
     gam, b, a = two_point_coefficients()
-    dv.add("Projection drift c(x) = gamma x; Ito on |X|^2 (kept equal to 1) in d = 2..7 gives gamma",
+    dv.add("Projection drift $c(x) = \\gamma x$: Itô's formula for $|X|^2$, which stays equal to $1$, in "
+           "$d = 2, \\dots, 7$ (affine in $d$) gives $\\gamma$",
            sp.Eq(gamma, gam))
-    dv.add("Block algebra with d symbolic: tr(P_x P_y) for <x,y> = rho",
+    dv.add("Block algebra with $d$ symbolic: $\\operatorname{tr}(P_x P_y)$ for $\\langle x, y\\rangle = \\rho$",
            sp.expand((block_projector(two_point_frame(2)[0]) @ block_projector(two_point_frame(2)[1])).trace()))
     b_sym, a_sym = sp.Symbol("b"), sp.Symbol("a")
-    dv.add("Ito for rho = <x,y> at x = e1, y = rho e1 + sqrt(1-rho^2) e2, noise part: drift", sp.Eq(b_sym, b))
-    dv.add("squared diffusion coefficient (quadratic variation rate of rho)", sp.Eq(a_sym, a))
+    dv.add("Itô's formula for $\\rho = \\langle x, y\\rangle$ at $x = e_1$, "
+           "$y = \\rho e_1 + \\sqrt{1-\\rho^2}\\, e_2$, noise part: the drift", sp.Eq(b_sym, b))
+    dv.add("The squared diffusion coefficient (rate of the quadratic variation of $\\rho$)", sp.Eq(a_sym, a))
     drho, claim, diff = attention_rho_identity()
     if diff != 0:
         raise DerivationError(f"attention identity failed: residual {diff}")
-    dv.add("Attention part (any d, inner products only): d rho/dt = <P_x A_i, y> + <x, P_y A_j>", drho)
+    dv.add("Attention part (any $d$, inner products only): "
+           "$d\\rho/dt = \\langle P_x A_i, y\\rangle + \\langle x, P_y A_j\\rangle$", drho)
     S, D = sp.symbols("S D")
-    dv.add("With S = (A_i+A_j)/2, D = A_i - A_j: d(1-rho)/dt = -(1-rho)<S, x_i+x_j> "
-           "+ (1/2)(1+rho)<D, x_i-x_j>; residual of the identity", diff)
+    dv.add("With $S = (A_i + A_j)/2$ and $D = A_i - A_j$: $d(1-\\rho)/dt = -(1-\\rho)\\langle S, x_i + x_j\\rangle "
+           "+ \\tfrac12 (1+\\rho)\\langle D, x_i - x_j\\rangle$; the residual of this identity", diff)
     dv.result = sp.Tuple(sp.Eq(b_sym, b), sp.Eq(a_sym, a))
     dv.extras.update(gamma=sp.sstr(gam), drift=sp.sstr(b), diffusion=sp.sstr(a),
                      attention_drift=sp.sstr(drho))
