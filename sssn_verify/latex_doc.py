@@ -311,7 +311,7 @@ _PSEUDO_MATHS = {
     "indexed name such as k0": r"\b[A-Za-z][0-9]\b",
     "function call such as K(rho)": r"[A-Za-z]\(",
     "range such as 2..7": r"\.\.",
-    "sqrt/log/exp spelt out": r"\b(sqrt|exp|log|sup|lim|tr)\b",
+    "sqrt/log/exp spelt out": r"\b(sqrt|exp|log|sup|lim|tr)\b(?!-)",
 }
 
 

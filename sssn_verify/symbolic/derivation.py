@@ -22,7 +22,8 @@ LATEX_NAMES = {
     "xa": r"\langle x, a\rangle", "xg": r"\langle x, g\rangle", "gg": r"|g|^2", "ag": r"\langle a, g\rangle",
     "aa": r"|a|^2", "xSx": r"x^{\top} \Sigma x", "trSigma": r"\operatorname{tr}\Sigma", "aSx": r"a^{\top}\Sigma x",
     "Sigma_x": r"\Sigma x", "Sigma_a": r"\Sigma a", "epsilon": r"\varepsilon", "e_beta": r"e^{\beta}",
-    "Lambda": r"\Lambda", "M0": "M_0", "M1": "M_1", "k0": "k_0", "k1": "k_1", "k2": "k_2",
+    "Lambda": r"\Lambda", "E tau": r"E\,\tau", "Var tau": r"\operatorname{Var}\tau",
+    "p_reach": r"p_{\mathrm{reach}}", "mu_scipy": r"\mu", "M0": "M_0", "M1": "M_1", "k0": "k_0", "k1": "k_1", "k2": "k_2",
 }
 _GRAM = re.compile(r"^<(\w+),(\w+)>$")
 

@@ -281,33 +281,37 @@ def lyapunov_spectrum() -> Derivation:
     """lambda_i = ((d - 1 - 2i) k1 - (d-1) k0)/2, i = 1..d-1, from the k-volume growth."""
     dv = Derivation(
         "lyapunov_spectrum", "Lyapunov spectrum of the noise-only flow",
-        ["noise-only SDE dX = c(X) dt + P_X W(dt, X), tangent flow dV = Dc V dt + D(P_x W)[V] (Ito)",
-         "k0 = K(1), k1 = K'(1) finite; frame x = e1, orthonormal tangent V_j = e_{j+1}",
-         "isotropy: the drift of log|V^1 ^ ... ^ V^k| is a constant, its a.s. growth rate",
-         "log det expands to second order in pairs of columns: S(d,k) = k A(d) + k(k-1)/2 B(d), "
-         "A, B affine in d (fitted, then verified on every 2 <= d <= 6, 1 <= k <= d-1)"],
+        ["noise-only SDE $dX = c(X)\\,dt + P_X W(dt, X)$, tangent flow $dV = Dc\\, V\\,dt + D(P_x W)[V]$ (Itô)",
+         "$k_0 = K(1)$ and $k_1 = K'(1)$ finite; frame $x = e_1$, orthonormal tangent vectors $V^j = e_{j+1}$",
+         "isotropy: the drift of $\\log |V^1 \\wedge \\dots \\wedge V^k|$ is a constant, its almost-sure growth rate",
+         "General $d$ and $k$: in this frame every matrix in Itô's formula maps $\\operatorname{span}(e_1, \\dots, "
+         "e_{k+1})$ to itself and is a multiple of the identity, with a factor free of $d$, on its orthogonal "
+         "complement, so for fixed $k$ the drift is a trace, affine in $d$. The second-order expansion of "
+         "$\\log\\det$ involves the columns one and two at a time, so $S(d, k) = k A(d) + \\binom{k}{2} B(d)$ "
+         "with $A$, $B$ affine in $d$: the smallest cases determine them, and every $2 \\le d \\le 6$, "
+         "$1 \\le k \\le d - 1$ is computed and agrees"],
         [], None)
     cov, cross = derivative_cross_covariance()
-    dv.add("Covariances of the field derivatives for tangent U, V with <U,V> = c: Cov(DW[U], DW[V]) "
-           "and Cov(W(x), DW[V]) per component", sp.Tuple(cov, cross))
+    dv.add("Covariances of the field derivatives for tangent vectors $U$, $V$ with $\\langle U, V\\rangle = c$: "
+           "$\\operatorname{Cov}(DW[U], DW[V])$ and $\\operatorname{Cov}(W(x), DW[V])$ per component", sp.Tuple(cov, cross))
     g = sp.Symbol("S")
-    dv.add("Ito drift of log|V^1 ^ V^2| in d = 4 (directional derivatives of (1/2) log det V^T V "
-           "along the noise loadings)", sp.Eq(g, log_volume_moments(4, 2)[0]))
+    dv.add("Itô drift of $\\log |V^1 \\wedge V^2|$ in $d = 4$ (directional derivatives of "
+           "$\\frac12 \\log\\det V^{\\top} V$ along the noise loadings)", sp.Eq(g, log_volume_moments(4, 2)[0]))
     S = volume_growth()
-    dv.add("Growth rate of the k-volume, lambda_1 + ... + lambda_k", sp.Eq(sp.Symbol("S_k"), sp.factor(S)))
+    dv.add("Growth rate of the $k$-volume, $\\lambda_1 + \\dots + \\lambda_k$", sp.Eq(sp.Symbol("S_k"), sp.factor(S)))
     lam = spectrum()
     lam_i = sp.Symbol("lambda_i")
-    dv.add("lambda_i = S_i - S_{i-1}", sp.Eq(lam_i, lam))
+    dv.add("$\\lambda_i = S_i - S_{i-1}$", sp.Eq(lam_i, lam))
     gap = sp.simplify(lam - lam.subs(i_idx, i_idx + 1))
-    dv.add("Gap between consecutive exponents (>= 0: the spectrum is descending, equally spaced)", gap)
+    dv.add("Gap between consecutive exponents (it is $\\ge 0$: the spectrum is descending and equally spaced)", gap)
     agree = sp.simplify(lam.subs(i_idx, 1) - lambda1_tangent())
     if agree != 0:
         raise DerivationError(f"lambda_1 of the spectrum differs from symbolic.lyapunov: {agree}")
-    dv.add("lambda_1 from the spectrum minus lambda_1 of the lyapunov derivation", agree)
+    dv.add("$\\lambda_1$ from the spectrum minus $\\lambda_1$ of the Lyapunov derivation", agree)
     total = sp.factor(S.subs(k_idx, d - 1))
-    dv.add("Sum of all d-1 exponents (volume growth on the sphere)", total)
+    dv.add("Sum of all $d - 1$ exponents (volume growth on the sphere)", total)
     relu = spectrum_relu()
-    dv.add("ReLU: lambda_i in (d, i, sigma_w, sigma_b, sigma_a)", sp.Eq(lam_i, relu))
+    dv.add("ReLU: $\\lambda_i$ in terms of $d$, $i$, $\\sigma_w$, $\\sigma_b$, $\\sigma_a$", sp.Eq(lam_i, relu))
     dv.result = sp.Eq(lam_i, lam)
     dv.extras.update(lambda_i=sp.sstr(lam), volume_growth=sp.sstr(S), gap=sp.sstr(gap),
                      lambda_i_relu=sp.sstr(relu), sum=sp.sstr(total))
@@ -318,21 +322,23 @@ def lyapunov_spectrum() -> Derivation:
 def log_distance_variance() -> Derivation:
     """sigma^2 = k0 + k1: log|V_t| (and log|x_1 - x_2| at small distance) is BM(lambda_1, sigma^2)."""
     dv = Derivation(
-        "log_distance_variance", "Fluctuations of the log-distance: variance rate sigma^2",
-        ["tangent flow as in lyapunov_spectrum; two-point coefficients b, a from two_point",
-         "small distance: u = 1 - rho -> 0, K(1-u) = k0 - k1 u + c u^(1+p), p > 0"],
+        "log_distance_variance", "Fluctuations of the log-distance and their variance rate",
+        ["tangent flow as for the Lyapunov spectrum; two-point coefficients $b$, $a$ of the two-point motion",
+         "small distance: $u = 1 - \\rho \\to 0$, $K(1-u) = k_0 - k_1 u + c\\, u^{1+p}$ with $p > 0$"],
         [], None)
     s2 = variance_rate_tangent()
-    dv.add("Squared diffusion of log|V| (constant by isotropy), d = 2..6 affine in d", sp.Eq(sigma2, s2))
-    dv.add("Hence log|V_t| - lambda_1 t is a continuous martingale with quadratic variation sigma^2 t: "
-           "a Brownian motion (Levy), Var(log|V_t|) = sigma^2 t for every t")
+    dv.add("Squared diffusion of $\\log |V|$ (constant by isotropy), any $d$: as for $\\lambda_1$, every matrix "
+           "involved is a $d$-independent multiple of the identity off $\\operatorname{span}(x, V)$, so it is affine "
+           "in $d$; $d = 2, 3$ determine it and $d = 4, 5, 6$ agree", sp.Eq(sigma2, s2))
+    dv.add("Hence $\\log |V_t| - \\lambda_1 t$ is a continuous martingale with quadratic variation $\\sigma^2 t$: "
+           "a Brownian motion (Lévy), and $\\operatorname{Var}(\\log |V_t|) = \\sigma^2 t$ for every $t$")
     dr, df = log_distance_coefficients()
-    dv.add("Two tokens, g = log|x_1 - x_2| = (1/2) log(2u): Ito drift as u -> 0", dr)
-    dv.add("and squared diffusion as u -> 0", df)
+    dv.add("Two tokens, $g = \\log |x_1 - x_2| = \\frac12 \\log(2u)$: the Itô drift as $u \\to 0$", dr)
+    dv.add("and the squared diffusion as $u \\to 0$", df)
     if sp.simplify(dr - lambda1_tangent()) != 0 or sp.simplify(df - s2) != 0:
         raise DerivationError(f"two-point small-distance limits {dr}, {df} disagree with the tangent flow")
-    dv.add("In the small-distance limit log|x_1 - x_2| is a Brownian motion with drift lambda_1 and variance "
-           "rate sigma^2 (both routes agree; differences)",
+    dv.add("In the small-distance limit $\\log |x_1 - x_2|$ is a Brownian motion with drift $\\lambda_1$ and "
+           "variance rate $\\sigma^2$ (the two routes agree; their differences)",
            sp.Tuple(sp.simplify(dr - lambda1_tangent()), sp.simplify(df - s2)))
     c0, c1, _ = kernel_constants("relu")
     relu = sp.factor(s2.subs({k0: c0, k1: c1}))
@@ -347,34 +353,38 @@ def synchronization_time() -> Derivation:
     """First passage of log|x_1 - x_2| from log eps0 to log eps: inverse Gaussian when lambda_1 < 0."""
     dv = Derivation(
         "synchronization_time", "Law of the synchronization time",
-        ["small-distance limit: log|x_1 - x_2| is a Brownian motion with drift lambda_1 and variance "
-         "rate sigma^2 (log_distance_variance)",
-         "X_t = log eps0 - log|x_1 - x_2|_t: drift m = -lambda_1, started at 0; "
-         "tau = inf{t : X_t = a}, a = log(eps0/eps) > 0"],
+        ["small-distance limit: $\\log |x_1 - x_2|$ is a Brownian motion with drift $\\lambda_1$ and variance "
+         "rate $\\sigma^2$ (fluctuations of the log-distance)",
+         "$X_t = \\log \\varepsilon_0 - \\log |x_1 - x_2|_t$ has drift $m = -\\lambda_1$ and starts at $0$; "
+         "$\\tau = \\inf\\{t : X_t = a\\}$ with $a = \\log(\\varepsilon_0 / \\varepsilon) > 0$"],
         [], None)
     phi = laplace_transform()
-    dv.add("Laplace transform E exp(-s tau), from m f' + (sigma^2/2) f'' = s f, f(a) = 1, bounded at -oo",
+    dv.add("Laplace transform $E e^{-s\\tau}$, from $m f' + \\frac{\\sigma^2}{2} f'' = s f$, $f(a) = 1$, $f$ bounded "
+           "at $-\\infty$",
            phi)
     mom = passage_moments()
-    dv.add("lambda_1 < 0 (m > 0): mean -d/ds at 0", sp.Eq(sp.Symbol("E tau"), mom["mean"]))
-    dv.add("variance", sp.Eq(sp.Symbol("Var tau"), mom["variance"]))
-    dv.add("inverse-Gaussian shape mean^3/variance", mom["shape"])
-    dv.add("p_reach = lim_{s->0} E exp(-s tau): m > 0", mom["p_reach_toward"])
-    dv.add("p_reach for lambda_1 > 0 (m < 0)", mom["p_reach_away"])
+    dv.add("$\\lambda_1 < 0$ ($m > 0$): the mean, $-\\frac{d}{ds}$ at $s = 0$", sp.Eq(sp.Symbol("E tau"), mom["mean"]))
+    dv.add("the variance", sp.Eq(sp.Symbol("Var tau"), mom["variance"]))
+    dv.add("the inverse-Gaussian shape $(\\text{mean})^3 / \\text{variance}$", mom["shape"])
+    dv.add("$p_{\\mathrm{reach}} = \\lim_{s \\to 0} E e^{-s\\tau}$ for $m > 0$", mom["p_reach_toward"])
+    dv.add("$p_{\\mathrm{reach}}$ for $\\lambda_1 > 0$ ($m < 0$)", mom["p_reach_away"])
     p, cdf, dens = image_density()
-    dv.add("Method of images: killed density (satisfies the Fokker-Planck equation, 0 at x = a)", p)
+    dv.add("Method of images: the killed density (it satisfies the Fokker-Planck equation and vanishes at "
+           "$x = a$)", p)
     F = sp.Symbol("F")
-    dv.add("P(tau <= t) = 1 - int_{-oo}^a p dx", sp.Eq(F, cdf))
-    dv.add("density of tau (inverse Gaussian for m > 0; defective for m < 0)", dens)
+    dv.add("$F(t) = P(\\tau \\le t) = 1 - \\int_{-\\infty}^a p\\,dx$", sp.Eq(F, cdf))
+    dv.add("the density of $\\tau$ (inverse Gaussian for $m > 0$, defective for $m < 0$)", dens)
     lim = sp.simplify(sp.limit(cdf.subs(drift_m, sp.Symbol("mn", negative=True)), t, sp.oo))
-    dv.add("lim_{t->oo} P(tau <= t) for m < 0 (equals p_reach)", lim)
+    dv.add("$\\lim_{t \\to \\infty} P(\\tau \\le t)$ for $m < 0$ (it equals $p_{\\mathrm{reach}}$)", lim)
     mu_s, scale = scipy_invgauss_parameters()
-    dv.add("scipy.stats.invgauss(mu, scale): mean = mu scale, shape = scale", sp.Tuple(mu_s, scale))
+    dv.add("Parameters of `scipy.stats.invgauss`: mean $= \\mu \\cdot \\mathrm{scale}$, shape $= \\mathrm{scale}$",
+           sp.Tuple(mu_s, scale))
     sub = law_substitution()
     law = {k: v.subs(sub) for k, v in mom.items()}
-    dv.add("In the model's terms (m = -lambda_1, a = log(eps0/eps)): mean, variance, p_reach (lambda_1 > 0)",
+    dv.add("In the model's terms ($m = -\\lambda_1$, $a = \\log(\\varepsilon_0 / \\varepsilon)$): the mean, the "
+           "variance and $p_{\\mathrm{reach}}$ (for $\\lambda_1 > 0$)",
            sp.Tuple(law["mean"], law["variance"], law["p_reach_away"]))
-    dv.add("Depth for P(tau <= L delta) >= 1 - alpha, t_alpha the (1-alpha)-quantile",
+    dv.add("Depth $L$ for $P(\\tau \\le L\\delta) \\ge 1 - \\alpha$, with $t_\\alpha$ the $(1-\\alpha)$-quantile",
            sp.Eq(sp.Symbol("L"), depth_formula()))
     dv.result = sp.Tuple(sp.Eq(sp.Symbol("E tau"), law["mean"]), sp.Eq(sp.Symbol("Var tau"), law["variance"]),
                          sp.Eq(sp.Symbol("p_reach"), law["p_reach_away"]))
