@@ -6,16 +6,34 @@ lambda_bar(beta) of L2 f / f); four regions: both rates negative, only lambda_1 
 lambda_bar < 0, neither.  For ReLU with sigma_b on an axis the derived boundary
 ``sigma_b = sigma_w sqrt(2/(d-3))`` (edge value of lambda_bar = 0, ``symbolic.dissipation``)
 is overlaid.  matplotlib is imported on use and no backend is selected here.
+
+Empirical phase diagram (:func:`confirm_grid`, CLI ``--confirm``): at every grid cell, Monte
+Carlo of the Gaussian transformer (m = infinity) estimates
+
+* lambda_1 by the tangent flow (Benettin, noise only: mean over paths of log|v_T|/T);
+* the energy decay rate near synchronization: two tokens at 1 - rho = ``gap0``, noise only,
+  ``(1/T) log(E[E_0(T)] / E_0(0))`` with a delta-method stderr.  Its limit is the edge value
+  ``(d-1) k1 - (d-3) k0`` of L2 f / f, which is lambda_bar where the supremum sits at the edge
+  (ReLU with beta = 0) and a lower bound of lambda_bar otherwise;
+
+each with an interval at the *simultaneous* level ``level`` (Bonferroni over both quantities
+and all cells), so every sign called "negative" or "positive" is right at once with
+probability >= level.  The intervals are statistical: the O(T/L) bias of the layer maps
+(a few per cent of the rate at depth 32) is not in them, so near a boundary the sign is
+left "undecided" or can disagree.  One cell is one task of ``sssn_verify.executor``
+(:func:`confirm_cell`, pure; each cell has its own seed from ``numeric.rng.path_seeds``),
+so the grid runs in-process or on a dask cluster with the same numbers.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 
 from .errors import ParameterError
-from .params import check_real
+from .params import check_int, check_real
 
 AXES = ("d", "sigma_w", "sigma_b", "sigma_a", "beta")
 DEFAULT_RANGE = {"d": (2, 16), "sigma_w": (0.1, 2.0), "sigma_b": (0.0, 2.0), "sigma_a": (0.1, 2.0),
@@ -114,40 +132,30 @@ def _relu_boundary(ax, x, y, xs, ys, base):
 
 
 def phase_diagram_figure(activation, x: str = "d", y: str = "sigma_b", xs=None, ys=None, base=None,
-                         point=None, ax=None):
+                         point=None, ax=None, empirical: "EmpiricalPhase | None" = None):
     """Sign regions of lambda_1 and lambda_bar(beta) over (x, y) as a matplotlib Figure.
 
     `xs`, `ys` default to ``axis_values(x)``, ``axis_values(y)``; `base` (d, beta, sigma_w,
     sigma_b, sigma_a; missing keys from ``DEFAULT_BASE``) fixes the parameters that are not
     axes.  `point` (a dict with keys x and y, optionally "label", or a pair (x, y)) is marked
-    with a star.  Draws into `ax` when given, else into a new pyplot figure.
+    with a star.  `empirical` (from :func:`confirm_grid` on the same grid) draws the Monte Carlo
+    sign regions and their confidence over the derived ones.  Draws into `ax` when given, else
+    into a new pyplot figure.
     """
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
     from .activations import get_activation
-    from .params import check_int
 
-    for name, axis in (("x", x), ("y", y)):
-        if axis not in AXES:
-            raise ParameterError(name, axis, f"one of {', '.join(AXES)}")
-    if x == y:
-        raise ParameterError("y", y, "must differ from x")
     act = get_activation(activation)
-    base = dict(DEFAULT_BASE, **(base or {}))
-    unknown = set(base) - set(AXES)
-    if unknown:
-        raise ParameterError("base", sorted(unknown), f"keys among {', '.join(AXES)}")
-    base["d"] = check_int("d", base["d"], 2)
-    for k in ("beta", "sigma_w", "sigma_b", "sigma_a"):
-        base[k] = check_real(k, base[k], 0.0)
+    base = _checked_base(x, y, base)
     xs = axis_values(x) if xs is None else np.asarray(xs)
     ys = axis_values(y) if ys is None else np.asarray(ys)
     code = sign_regions(act, x, y, xs, ys, base)
 
     if ax is None:
         import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(7, 5))
+        fig, ax = plt.subplots(figsize=(7, 5) if empirical is None else (7.5, 7))
         own = True
     else:
         fig, own = ax.figure, False
@@ -157,6 +165,8 @@ def phase_diagram_figure(activation, x: str = "d", y: str = "sigma_b", xs=None, 
         line = _relu_boundary(ax, x, y, xs, ys, base)
         if line is not None:
             handles.append(line)
+    if empirical is not None:
+        handles += _overlay_empirical(ax, empirical)
     if point is not None:
         px, py = (point[x], point[y]) if isinstance(point, dict) else point
         label = point.get("label") if isinstance(point, dict) else None
@@ -167,11 +177,221 @@ def phase_diagram_figure(activation, x: str = "d", y: str = "sigma_b", xs=None, 
     ax.set_ylabel(y)
     fixed = ", ".join(f"{k}={v:g}" for k, v in base.items() if k not in (x, y))
     ax.set_title(f"{act.name}: sign regions of lambda_1 and lambda_bar ({fixed})", fontsize=9)
-    ax.legend(handles=handles, loc="upper left", fontsize=7, framealpha=0.9)
+    if empirical is None:
+        ax.legend(handles=handles, loc="upper left", fontsize=7, framealpha=0.9)
+    else:
+        ax.set_title(ax.get_title() + f"\nmarkers: Monte Carlo (Gaussian transformer, {empirical.budget['paths']} "
+                     f"paths, L={empirical.budget['depth']}): lambda_1 by the tangent flow, energy rate "
+                     f"near synchronization vs the edge value", fontsize=8)
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=7, ncol=2)
     if own:
         fig.tight_layout()
     return fig
 
 
+# ----------------------------------------------------------------- empirical phase diagram
+CONFIRM_BUDGET = {"paths": 1000, "depth": 32, "horizon": 1.0, "gap0": 1e-4}
+CONFIRM_LEVEL = 0.99
+CONFIRM_STREAM = 11          # the path_seeds stream that gives each grid cell its seed
+
+
+def confirm_cell(activation: str, point: dict, budget: dict, seed: int) -> dict:
+    """Monte Carlo at one parameter point (a task: pure, plain arguments in and out).
+
+    Returns the tangent-flow lambda_1 and the near-synchronization energy rate, each as
+    (estimate, stderr), with the derived lambda_1, lambda_bar and edge value at the point.
+    """
+    from .engine import lyapunov_tangent, simulate_gaussian
+    from .numeric.kernels import kernel
+    from .numeric.rates import lambda1, lambda_bar_from_kernel, lambda_edge
+    from .params import ModelParams
+    d = int(point["d"])
+    kf = kernel(activation, point["sigma_w"], point["sigma_b"], point["sigma_a"])
+    p = ModelParams(d=d, activation=activation, sigma_w=point["sigma_w"], sigma_b=point["sigma_b"],
+                    sigma_a=point["sigma_a"], beta=point["beta"], V=0.0, n_tokens=1,
+                    horizon=float(budget["horizon"]))
+    L, P = int(budget["depth"]), int(budget["paths"])
+    tan = lyapunov_tangent(p, model="gaussian", depth=L, n_paths=P, seed=seed)
+    u0 = float(budget["gap0"])
+    init = np.zeros((2, d))
+    init[0, 0] = 1.0
+    init[1, 0], init[1, 1] = 1.0 - u0, math.sqrt(u0 * (2.0 - u0))
+    sim = simulate_gaussian(p.with_(n_tokens=2), L, n_paths=P, seed=seed, init=init)
+    e0, eT = float(sim.energy[0, 0]), sim.energy[:, -1]
+    mean = float(eT.mean())
+    T = float(budget["horizon"])
+    rate = math.log(mean / e0) / T
+    rate_se = float(eT.std(ddof=1) / math.sqrt(P)) / mean / T
+    return {"lambda1": (tan.rate, tan.stderr), "energy_rate": (rate, rate_se),
+            "derived": {"lambda1": lambda1(d, kf.k0, kf.k1),
+                        "lambda_bar": lambda_bar_from_kernel(kf, d, float(point["beta"]))[0],
+                        "edge": lambda_edge(d, kf.k0, kf.k1)}}
+
+
+def _sign(lo: float, hi: float) -> str:
+    return "negative" if hi < 0 else ("positive" if lo > 0 else "undecided")
+
+
+@dataclass
+class EmpiricalPhase:
+    """Per-cell Monte Carlo estimates over a grid, with simultaneous intervals (see module doc).
+
+    Arrays have shape (len(ys), len(xs)); ``*_sign`` hold -1 (negative), 0 (undecided), +1.
+    """
+
+    activation: str
+    x: str
+    y: str
+    xs: np.ndarray
+    ys: np.ndarray
+    base: dict
+    budget: dict
+    seed: int
+    level: float
+    cell_level: float
+    lambda1: np.ndarray
+    lambda1_se: np.ndarray
+    energy_rate: np.ndarray
+    energy_rate_se: np.ndarray
+    derived_lambda1: np.ndarray
+    derived_lambda_bar: np.ndarray
+    derived_edge: np.ndarray
+    executor: dict = field(default_factory=dict)
+    timings: list = field(default_factory=list)
+
+    @property
+    def z(self) -> float:
+        from scipy.stats import norm
+        return float(norm.ppf(0.5 + self.cell_level / 2))
+
+    def interval(self, name: str):
+        est, se = getattr(self, name), getattr(self, name + "_se")
+        return est - self.z * se, est + self.z * se
+
+    def signs(self, name: str) -> np.ndarray:
+        lo, hi = self.interval(name)
+        return np.where(hi < 0, -1, np.where(lo > 0, 1, 0))
+
+    def disagreements(self) -> dict[str, int]:
+        """Cells whose confident sign contradicts the derived one (lambda_1; energy rate vs edge)."""
+        return {"lambda1": int(np.sum(self.signs("lambda1") * np.sign(self.derived_lambda1) < 0)),
+                "energy_rate": int(np.sum(self.signs("energy_rate") * np.sign(self.derived_edge) < 0))}
+
+    def to_dict(self) -> dict:
+        from .stats import _jsonable
+        lo1, hi1 = self.interval("lambda1")
+        loe, hie = self.interval("energy_rate")
+        cells = []
+        for j, yv in enumerate(self.ys):
+            for i, xv in enumerate(self.xs):
+                cells.append({
+                    self.x: float(xv), self.y: float(yv),
+                    "lambda1": {"estimate": self.lambda1[j, i], "stderr": self.lambda1_se[j, i],
+                                "ci": [lo1[j, i], hi1[j, i]], "sign": _sign(lo1[j, i], hi1[j, i]),
+                                "derived": self.derived_lambda1[j, i]},
+                    "energy_rate": {"estimate": self.energy_rate[j, i], "stderr": self.energy_rate_se[j, i],
+                                    "ci": [loe[j, i], hie[j, i]], "sign": _sign(loe[j, i], hie[j, i]),
+                                    "derived_edge": self.derived_edge[j, i],
+                                    "derived_lambda_bar": self.derived_lambda_bar[j, i]},
+                })
+        n = self.lambda1.size
+        return _jsonable({
+            "activation": self.activation, "x": self.x, "y": self.y, "xs": list(map(float, self.xs)),
+            "ys": list(map(float, self.ys)), "base": self.base, "model": "gaussian (m = infinity)",
+            "budget": self.budget, "seed": self.seed, "level": self.level, "cell_level": self.cell_level,
+            "intervals": f"estimate +- {self.z:.3f} stderr: simultaneous level {self.level} over "
+                         f"{2 * n} intervals (Bonferroni); the O(T/L) time-step bias is not included",
+            "summary": {"cells": n,
+                        "lambda1_decided": int(np.sum(self.signs("lambda1") != 0)),
+                        "energy_rate_decided": int(np.sum(self.signs("energy_rate") != 0)),
+                        "disagreements": self.disagreements()},
+            "cells": cells, "executor": self.executor, "timings": self.timings,
+        })
+
+
+def confirm_grid(activation, x: str, y: str, xs, ys, base: dict | None = None, *, budget: dict | None = None,
+                 seed: int = 0, level: float = CONFIRM_LEVEL, executor=None, progress: bool = False) -> EmpiricalPhase:
+    """The empirical phase diagram: :func:`confirm_cell` at every (x, y) of the grid, one task per
+    cell on `executor` (None: in-process; a worker count, an address, a Client, an Executor)."""
+    from .activations import get_activation
+    from .executor import Task, using
+    from .numeric.rng import path_seeds
+    act = get_activation(activation)
+    base = _checked_base(x, y, base)
+    b = dict(CONFIRM_BUDGET, **(budget or {}))
+    unknown = set(b) - set(CONFIRM_BUDGET)
+    if unknown:
+        raise ParameterError("budget", sorted(unknown), f"keys among {', '.join(CONFIRM_BUDGET)}")
+    b["paths"] = check_int("paths", b["paths"], 2)
+    b["depth"] = check_int("depth", b["depth"], 1)
+    b["horizon"] = check_real("horizon", b["horizon"], 0.0, strict=True)
+    b["gap0"] = check_real("gap0", b["gap0"], 0.0, strict=True, maximum=0.5)
+    seed = check_int("seed", seed, 0)
+    level = check_real("level", level, 0.5, maximum=1.0 - 1e-12)
+    xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    n = xs.size * ys.size
+    seeds = path_seeds(seed, n, CONFIRM_STREAM)
+    tasks = []
+    for j, yv in enumerate(ys):
+        for i, xv in enumerate(xs):
+            pt = dict(base, **{x: float(xv), y: float(yv)})
+            pt["d"] = int(pt["d"])
+            tasks.append(Task(f"{x}={xv:g},{y}={yv:g}", confirm_cell,
+                              (act.name, pt, b, int(seeds[j * xs.size + i]))))
+    with using(executor) as ex:
+        outs = ex.run(tasks, desc="phase-diagram --confirm", progress=progress)
+        info = ex.describe()
+    shape = (ys.size, xs.size)
+
+    def grid(f):
+        return np.array([f(o.value) for o in outs], dtype=float).reshape(shape)
+
+    return EmpiricalPhase(act.name, x, y, xs, ys, base, b, seed, level, 1.0 - (1.0 - level) / (2 * n),
+                          grid(lambda v: v["lambda1"][0]), grid(lambda v: v["lambda1"][1]),
+                          grid(lambda v: v["energy_rate"][0]), grid(lambda v: v["energy_rate"][1]),
+                          grid(lambda v: v["derived"]["lambda1"]), grid(lambda v: v["derived"]["lambda_bar"]),
+                          grid(lambda v: v["derived"]["edge"]), info, [o.timing() for o in outs])
+
+
+def _checked_base(x: str, y: str, base: dict | None) -> dict:
+    for name, axis in (("x", x), ("y", y)):
+        if axis not in AXES:
+            raise ParameterError(name, axis, f"one of {', '.join(AXES)}")
+    if x == y:
+        raise ParameterError("y", y, "must differ from x")
+    base = dict(DEFAULT_BASE, **(base or {}))
+    unknown = set(base) - set(AXES)
+    if unknown:
+        raise ParameterError("base", sorted(unknown), f"keys among {', '.join(AXES)}")
+    base["d"] = check_int("d", base["d"], 2)
+    for k in ("beta", "sigma_w", "sigma_b", "sigma_a"):
+        base[k] = check_real(k, base[k], 0.0)
+    return base
+
+
+def _overlay_empirical(ax, emp: EmpiricalPhase):
+    """Markers over the derived regions: colour = estimated region (same palette), filled when
+    both signs are decided at the simultaneous level, a grey x when one is undecided, a red
+    square around a cell whose decided sign contradicts the derived one."""
+    from matplotlib.lines import Line2D
+    s1, se = emp.signs("lambda1"), emp.signs("energy_rate")
+    code = (emp.lambda1 < 0).astype(int) + 2 * (emp.energy_rate < 0).astype(int)
+    X, Y = np.meshgrid(emp.xs, emp.ys)
+    decided = (s1 != 0) & (se != 0)
+    wrong = (s1 * np.sign(emp.derived_lambda1) < 0) | (se * np.sign(emp.derived_edge) < 0)
+    colors = np.array(REGION_COLORS)[code]
+    ax.scatter(X[decided], Y[decided], c=list(colors[decided]), s=30, edgecolors="k", linewidths=0.6, zorder=3)
+    ax.scatter(X[~decided], Y[~decided], marker="x", c="0.35", s=18, linewidths=0.8, zorder=3)
+    if wrong.any():
+        ax.scatter(X[wrong], Y[wrong], marker="s", facecolors="none", edgecolors="r", s=70, linewidths=1.2,
+                   zorder=4)
+    return [Line2D([], [], ls="none", marker="o", mfc="w", mec="k",
+                   label=f"Monte Carlo: both signs decided (fill = estimated region; level {emp.level:g} jointly)"),
+            Line2D([], [], ls="none", marker="x", color="0.35", label="Monte Carlo: a sign undecided"),
+            Line2D([], [], ls="none", marker="s", mfc="none", mec="r",
+                   label=f"decided sign contradicts the derived one ({int(wrong.sum())} cells)")]
+
+
 __all__ = ["AXES", "DEFAULT_RANGE", "DEFAULT_BASE", "REGION_COLORS", "REGION_LABELS", "BOTH_NEGATIVE",
-           "axis_values", "phase_grid", "sign_regions", "phase_diagram_figure"]
+           "axis_values", "phase_grid", "sign_regions", "phase_diagram_figure", "confirm_cell", "confirm_grid",
+           "EmpiricalPhase", "CONFIRM_BUDGET", "CONFIRM_LEVEL"]

@@ -85,26 +85,6 @@ def test_campaign_on_two_workers_equals_in_process(cluster, reference):
         [(c.estimate, c.stderr, c.pvalue) for r in ref.results for c in r.checks]
 
 
-def test_killing_a_worker_mid_campaign_costs_a_retry_not_the_run(cluster, reference):
-    pids = cluster.client.run(os.getpid)                    # worker address -> pid
-    victim = sorted(pids)[0]
-    box = {}
-    runner = threading.Thread(target=lambda: box.setdefault("res", campaign("quick", [CLAIM], SEEDS,
-                                                                            executor=cluster)))
-    runner.start()
-    deadline = time.time() + 60
-    while time.time() < deadline and not cluster.client.processing().get(victim):
-        time.sleep(0.05)
-    assert cluster.client.processing().get(victim), "the victim never received a task"
-    os.kill(pids[victim], signal.SIGKILL)                   # mid-task: its work is lost
-    runner.join(timeout=240)
-    assert not runner.is_alive()
-    res = box["res"]
-    assert _estimates(res) == _estimates(reference)
-    assert res.passed == reference.passed
-    cluster.client.wait_for_workers(2, timeout=60)           # the Nanny restarted it
-
-
 def test_get_executor_and_using():
     assert isinstance(get_executor(None), InProcess)
     ex = InProcess()
@@ -156,3 +136,63 @@ def test_campaign_cli_table_and_pooled_results(reference, capsys, monkeypatch):
             [p["stderr"] for s in d["per_seed"] for r in s["claims"] for c in r["checks"]
              if c["name"] == e["check"] for p in c["details"]["points"] if p["name"] == e["worst"]]))) / 4)
         assert per
+
+
+# ----------------------------------------------------------------- empirical phase diagram
+PD_BUDGET = {"paths": 300, "depth": 16}
+
+
+def _pd(executor=None):
+    from sssn_verify.phase_diagram import confirm_grid
+    return confirm_grid("relu", "d", "sigma_b", [3, 6, 9], [0.0, 1.0, 2.0], {"sigma_w": 1.0},
+                        budget=PD_BUDGET, seed=4, executor=executor)
+
+
+def test_empirical_phase_diagram_on_two_workers_equals_in_process(cluster):
+    here, there = _pd(), _pd(cluster)
+    for name in ("lambda1", "lambda1_se", "energy_rate", "energy_rate_se"):
+        assert getattr(here, name).tobytes() == getattr(there, name).tobytes()
+    d = there.to_dict()
+    assert len(d["cells"]) == 9 and d["summary"]["cells"] == 9 and len(d["timings"]) == 9
+    for c in d["cells"]:
+        for q in ("lambda1", "energy_rate"):
+            lo, hi = c[q]["ci"]
+            assert lo <= c[q]["estimate"] <= hi and c[q]["sign"] in ("negative", "undecided", "positive")
+    # ReLU lambda_1 < 0 everywhere, far from 0 here: every sign decided, none contradicts the derivation
+    assert d["summary"]["lambda1_decided"] == 9 and d["summary"]["disagreements"] == {"lambda1": 0, "energy_rate": 0}
+    # d = 9, sigma_b = 2: energy rate near the edge value -3.75 -> decided negative
+    far = [c for c in d["cells"] if c["d"] == 9 and c["sigma_b"] == 2.0][0]
+    assert far["energy_rate"]["sign"] == "negative" and far["energy_rate"]["derived_edge"] < -3
+
+
+def test_phase_diagram_confirm_cli_writes_figure_and_json(tmp_path, capsys, monkeypatch):
+    import json
+    import sssn_verify.cli.phase_diagram as cli_pd
+    monkeypatch.setattr(cli_pd, "confirm_grid", lambda *a, **k: _pd())
+    out = tmp_path / "F.png"
+    assert main(["phase-diagram", "--activation", "relu", "--x", "d", "--y", "sigma_b", "--confirm",
+                 "--out", str(out), "--json", "--no-progress"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert out.stat().st_size > 10_000 and d["figure"] == str(out) and len(d["cells"]) == 9
+    assert [p.name for p in tmp_path.iterdir()] == ["F.png"]            # no temporary left behind
+    assert main(["phase-diagram", "--out", str(out), "--json"]) == 2    # --json needs --confirm
+
+
+# last: it leaves the cluster restarting a worker
+def test_killing_a_worker_mid_campaign_costs_a_retry_not_the_run(cluster, reference):
+    pids = cluster.client.run(os.getpid)                    # worker address -> pid
+    victim = sorted(pids)[0]
+    box = {}
+    runner = threading.Thread(target=lambda: box.setdefault("res", campaign("quick", [CLAIM], SEEDS,
+                                                                            executor=cluster)))
+    runner.start()
+    deadline = time.time() + 60
+    while time.time() < deadline and not cluster.client.processing().get(victim):
+        time.sleep(0.05)
+    assert cluster.client.processing().get(victim), "the victim never received a task"
+    os.kill(pids[victim], signal.SIGKILL)                   # mid-task: its work is lost
+    runner.join(timeout=240)
+    assert not runner.is_alive()
+    res = box["res"]
+    assert _estimates(res) == _estimates(reference)
+    assert res.passed == reference.passed

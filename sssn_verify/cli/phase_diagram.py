@@ -3,15 +3,25 @@
 A thin wrapper over :func:`sssn_verify.phase_diagram.phase_diagram_figure` (four sign regions,
 the derived ReLU boundary ``sigma_b = sigma_w sqrt(2/(d-3))`` when sigma_b is an axis).
 lambda_bar uses --beta (default 0, where the sup sits at the edge for ReLU).
+
+``--confirm`` adds the empirical phase diagram (:func:`sssn_verify.phase_diagram.confirm_grid`):
+Monte Carlo estimates of lambda_1 and of the energy rate at every grid cell, one task per cell
+(in-process, or on dask with --workers/--scheduler), drawn over the derived regions; ``--json``
+prints the per-cell estimates and intervals.
 """
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 
 from ..errors import ParameterError
 from ..params import check_int, check_real
-from ..phase_diagram import AXES, BOTH_NEGATIVE, axis_values, phase_diagram_figure, sign_regions
-from .common import add_kernel_options
+from ..executor import add_cli_options
+from ..outputs import output_path, write_atomic
+from ..phase_diagram import (AXES, BOTH_NEGATIVE, CONFIRM_BUDGET, CONFIRM_LEVEL, axis_values, confirm_grid,
+                             phase_diagram_figure, sign_regions)
+from .common import add_kernel_options, print_json
 
 
 def register(subparsers) -> None:
@@ -27,6 +37,18 @@ def register(subparsers) -> None:
     p.add_argument("--y-range", type=float, nargs=2, metavar=("LO", "HI"), help="range of the y axis")
     p.add_argument("--resolution", type=int, default=25, help="grid points per continuous axis")
     p.add_argument("--out", required=True, help="output PNG file")
+    c = p.add_argument_group("empirical phase diagram (--confirm)")
+    c.add_argument("--confirm", action="store_true",
+                   help="estimate lambda_1 (tangent flow) and the energy rate by Monte Carlo at every cell "
+                        "and draw the estimated signs, with their confidence, over the derived regions")
+    c.add_argument("--paths", type=int, default=CONFIRM_BUDGET["paths"], help="Monte Carlo paths per cell")
+    c.add_argument("--depth", type=int, default=CONFIRM_BUDGET["depth"], help="layers per path (T = 1)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo (each cell its own stream)")
+    c.add_argument("--level", type=float, default=CONFIRM_LEVEL,
+                   help="simultaneous confidence level of all the cells' signs (Bonferroni)")
+    c.add_argument("--json", action="store_true", help="print the per-cell estimates and intervals as JSON")
+    c.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_cli_options(c)
     p.set_defaults(func=run)
 
 
@@ -52,11 +74,34 @@ def run(args) -> int:
                 sigma_a=check_real("sigma_a", args.sigma_a, 0.0))
     xs = axis_values(args.x, args.x_range, res)
     ys = axis_values(args.y, args.y_range, res)
+    if not args.confirm and (args.json or args.workers is not None or args.scheduler is not None):
+        raise ParameterError("confirm", False, "--json, --workers and --scheduler need --confirm")
+    out, note = output_path(args.out, extensions=(".png",), default_ext=".png", what="--out")
     _headless_backend()
     import matplotlib.pyplot as plt
-    fig = phase_diagram_figure(act, args.x, args.y, xs, ys, base)
-    fig.savefig(args.out, dpi=120)
+    emp = None
+    if args.confirm:
+        from ..executor import from_cli
+        budget = dict(paths=args.paths, depth=args.depth)
+        with from_cli(args) as ex:
+            emp = confirm_grid(act, args.x, args.y, xs, ys, base, budget=budget, seed=args.seed,
+                               level=args.level, executor=ex, progress=not args.no_progress)
+    fig = phase_diagram_figure(act, args.x, args.y, xs, ys, base, empirical=emp)
+    write_atomic(out, lambda fh: fig.savefig(fh, format="png", dpi=120), what="--out")
     plt.close(fig)
     code = sign_regions(act, args.x, args.y, xs, ys, base)   # cached by the figure
-    print(f"wrote {args.out}: {int(np.sum(code == BOTH_NEGATIVE))}/{code.size} grid points with both rates negative")
+    if note:
+        print(note, file=sys.stderr)
+    if args.json:
+        d = emp.to_dict()
+        d["figure"] = str(out)
+        print_json(d)
+        return 0
+    print(f"wrote {out}: {int(np.sum(code == BOTH_NEGATIVE))}/{code.size} grid points with both rates negative")
+    if emp is not None:
+        s = emp.to_dict()["summary"]
+        print(f"Monte Carlo ({emp.budget['paths']} paths, L={emp.budget['depth']}, simultaneous level "
+              f"{emp.level:g}): lambda_1 sign decided at {s['lambda1_decided']}/{s['cells']} cells, energy rate "
+              f"at {s['energy_rate_decided']}/{s['cells']}; decided signs contradicting the derived ones: "
+              f"{s['disagreements']['lambda1']} (lambda_1), {s['disagreements']['energy_rate']} (energy rate)")
     return 0
