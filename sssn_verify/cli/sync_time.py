@@ -5,16 +5,17 @@ quantiles of the synchronization time, p_reach (1 when lambda_1 < 0) and the tim
 the collapse has happened with probability 1 - alpha (and the depth at step ``--delta``).
 ``--simulate`` adds the empirical first-passage times of two-token runs of the Gaussian
 transformer (a Kolmogorov-Smirnov p-value; with ``--plot`` their CDF over the predicted one).
+The figure is written through ``outputs`` (target checked before any work, atomic write).
 """
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
+import sys
 
 import numpy as np
 
 from ..errors import ParameterError
+from ..outputs import output_path, write_atomic
 from ..sync_time import censored_ks
 from ..params import check_int, check_real
 from .common import add_kernel_options, params_from_args, print_json
@@ -60,8 +61,11 @@ def run(args: argparse.Namespace) -> int:
     if alpha >= 1.0:
         raise ParameterError("alpha", alpha, "must lie in (0, 1)")
     delta = None if args.delta is None else check_real("delta", args.delta, 0.0, strict=True)
+    plot_path = None
     if args.plot:
-        _check_target(args.plot)
+        plot_path, note = output_path(args.plot, extensions=(".png",), default_ext=".png", what="--plot")
+        if note:
+            print(note, file=sys.stderr)
     params = params_from_args(args)
     law = sync_time_law(params, args.eps0, args.eps)
     out = law.to_dict(alpha, delta)
@@ -80,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
                              "predicted_reached": float(law.cdf(fp.max_time)),
                              "mean_of_reached": float(fp.times[fp.reached].mean()) if fp.reached.any() else None,
                              "ks_statistic": ks_d, "ks_pvalue": ks_p}
-    if args.plot:
-        plot(law, args.plot, fp)
+    if plot_path is not None:
+        plot(law, plot_path, fp)
     if args.json:
         print_json(out)
     else:
@@ -91,17 +95,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"simulated ({s['n_paths']} two-token runs, step {s['step']}): reached by t = "
                   f"{s['horizon']:.4g}: {s['reached']:.4f} (predicted {s['predicted_reached']:.4f}); "
                   f"Kolmogorov-Smirnov p = {s['ks_pvalue']:.3g}")
-        if args.plot:
-            print(f"saved {args.plot}")
+        if plot_path is not None:
+            print(f"saved {plot_path}")
     return 0
-
-
-def _check_target(path: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path)) or "."
-    if os.path.isdir(path):
-        raise ParameterError("plot", path, "is a directory")
-    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-        raise ParameterError("plot", path, "its folder does not exist or is not writable")
 
 
 def plot(law, path: str, fp=None) -> None:
@@ -125,15 +121,7 @@ def plot(law, path: str, fp=None) -> None:
                  f"lambda_1 = {law.lambda1:.4g}, sigma^2 = {law.sigma2:.4g}", fontsize=9)
     ax.legend()
     fig.tight_layout()
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(suffix=".png", dir=folder)
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=110, format="png")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        write_atomic(path, lambda fh: fig.savefig(fh, dpi=110, format="png"), what="--plot")
     finally:
         plt.close(fig)
