@@ -15,7 +15,7 @@ from .base import MODES, Claim, ClaimResult
 CLAIM_MODULES = (
     "kernel", "ito_drift", "two_point", "lyapunov", "relu_rates", "coercivity", "dissipation",
     "synchronization", "convergence_depth", "convergence_width", "commuting_limits",
-    "propagation_of_chaos",
+    "propagation_of_chaos", "lyapunov_spectrum", "log_distance_variance", "synchronization_time",
 )
 
 CLAIMS: dict[str, Claim] = {}
