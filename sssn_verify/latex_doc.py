@@ -18,11 +18,11 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from .errors import ParameterError
+from .outputs import check_folder, write_atomic
 from .symbolic import DERIVATIONS, MODULES, derivation_names, derive
 from .symbolic.derivation import _escape_text, heading, label_key, prose
 
@@ -276,17 +276,10 @@ def compile_tex(tex_path, *, runs: int = 3, timeout: float = 300) -> dict[str, A
 
 def write_document(out_dir, *, compile_pdf: bool = True, report=None) -> dict[str, Any]:
     """Write out_dir/sssn_derivations.tex (atomically) and, if a TeX engine is on PATH, the PDF."""
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise ParameterError("out", str(out_dir), "exists and is not a folder")
-    out.mkdir(parents=True, exist_ok=True)
-    text = build_document(report)
-    tex = out / FILENAME
-    fd, tmp = tempfile.mkstemp(prefix=f".{FILENAME}.", suffix=".tmp", dir=out)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, tex)
+    out = check_folder(out_dir, what="latex --out", create=True)
+    if report is not None and not isinstance(report, dict):
+        report = load_report(report)          # a bad --with-report fails before the long build
+    tex = write_atomic(out / FILENAME, build_document(report), what="latex --out")
     result: dict[str, Any] = {"tex": str(tex), "pdf": None, "engine": None}
     if compile_pdf:
         result.update(compile_tex(tex))

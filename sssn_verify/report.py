@@ -12,7 +12,8 @@
 * every figure as PNG and PDF, and ``summary.png``/``summary.pdf``: one page with every
   check's standardized deviation from the derived value and its interval.
 
-Every file is written atomically (a temporary file in DIR, then ``os.replace``).
+Every file is written atomically through ``sssn_verify.outputs`` (a temporary file in DIR,
+then a rename), after checking that DIR is a writable folder.
 
 Per-claim figures are drawn from the ``details["figure"]`` entry a check may carry
 (labels are matplotlib mathtext):
@@ -37,12 +38,12 @@ import platform
 import shlex
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import ParameterError
+from .outputs import check_folder, write_atomic
+from .errors import OutputError
 from .stats import CheckResult, _jsonable
 
 SCHEMA_VERSION = "1.0.0"
@@ -116,48 +117,13 @@ def table(suite) -> str:
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------- atomic output
-def _atomic_write(path: Path, data: bytes | str) -> None:
-    """Write `data` to `path` atomically: a temporary file in the same folder, then os.replace.
-
-    A minimal local helper until the shared atomic-output module lands.
-    """
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
-        os.chmod(tmp, 0o666 & ~_umask())     # mkstemp creates 0600; give the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _prepare_dir(directory) -> Path:
-    """The output folder, created if needed; ParameterError if it cannot hold the report."""
-    text = str(directory)
-    if not text.strip():
-        raise ParameterError("report", directory, "must be a folder path")
-    out = Path(directory)
-    if out.exists() and not out.is_dir():
-        raise ParameterError("report", text, "exists and is not a folder")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ParameterError("report", text, f"cannot create the folder ({exc.strerror})") from None
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise ParameterError("report", text, "the folder is not writable")
-    return out
+# ---------------------------------------------------------------- output folder
+def check_report_dir(directory) -> Path:
+    """The report folder, created if needed; OutputError if it cannot hold the report (the CLI
+    calls this before running the suite)."""
+    if directory is None or not str(directory).strip():
+        raise OutputError("report: empty folder name")
+    return check_folder(directory, what="report", create=True)
 
 
 # ---------------------------------------------------------------- provenance
@@ -255,7 +221,7 @@ def write_report(suite, directory: str | os.PathLike, *, figures: bool = True,
     Returns the paths written (``figures``: the PNGs, ``figures_pdf``: the same as PDF).  `command` is the command line recorded in the provenance
     block (default ``sys.argv``).
     """
-    out = _prepare_dir(directory)
+    out = check_report_dir(directory)
     figs: dict[str, list[dict[str, str]]] = {}
     summary = None
     images: dict[str, bytes] = {}
@@ -264,9 +230,9 @@ def write_report(suite, directory: str | os.PathLike, *, figures: bool = True,
     data = report_data(suite, figs, summary, command)
     paths: dict[str, Any] = {"json": str(out / "report.json"), "md": str(out / "report.md"),
                              "html": str(out / "report.html")}
-    _atomic_write(out / "report.json", json.dumps(data, indent=2, allow_nan=False) + "\n")
-    _atomic_write(out / "report.md", markdown(suite, figs, data=data))
-    _atomic_write(out / "report.html", html_report(suite, figs, images, data=data))
+    write_atomic(out / "report.json", json.dumps(data, indent=2, allow_nan=False) + "\n")
+    write_atomic(out / "report.md", markdown(suite, figs, data=data))
+    write_atomic(out / "report.html", html_report(suite, figs, images, data=data))
     if figures:
         paths["figures"] = sorted(str(out / f["png"]) for v in figs.values() for f in v)
         paths["figures_pdf"] = sorted(str(out / f["pdf"]) for v in figs.values() for f in v)
@@ -446,7 +412,7 @@ def _save(fig, out: Path, stem: str, images: dict[str, bytes]) -> dict[str, str]
         fig.savefig(buf, format=fmt, dpi=130 if fmt == "png" else None,
                     metadata={"CreationDate": None} if fmt == "pdf" else None)
         raw = buf.getvalue()
-        _atomic_write(out / name, raw)
+        write_atomic(out / name, raw)
         if fmt == "png":
             images[name] = raw
     return names

@@ -17,7 +17,7 @@ from sssn_verify import __version__
 from sssn_verify.claims import CLAIMS
 from sssn_verify.claims.base import ClaimResult
 from sssn_verify.cli import main
-from sssn_verify.errors import ParameterError
+from sssn_verify.errors import OutputError
 from sssn_verify.report import (SCHEMA_VERSION, markdown, report_data, standardized_rows, table,
                                 write_report)
 from sssn_verify.stats import CheckResult
@@ -183,14 +183,19 @@ def test_standardized_rows():
 def test_target_is_checked_before_writing(tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("keep me")
-    with pytest.raises(ParameterError):
+    with pytest.raises(OutputError):
         write_report(fake_suite(), blocker, figures=False)
     assert blocker.read_text() == "keep me"
-    with pytest.raises(ParameterError):
+    with pytest.raises(OutputError):
         write_report(fake_suite(), "  ", figures=False)
 
 
-def test_cli_report_into_a_file_exits_two_with_one_line(tmp_path, capsys):
+def test_cli_report_into_a_file_exits_two_with_one_line_before_any_work(tmp_path, capsys, monkeypatch):
+    import sssn_verify.verify as verify_module
+
+    def must_not_run(*a, **k):
+        raise AssertionError("the suite ran before the report folder was checked")
+    monkeypatch.setattr(verify_module, "verify", must_not_run)
     blocker = tmp_path / "a_file"
     blocker.write_text("")
     assert main(["verify", "--claim", "two_point", "--no-progress", "--report", str(blocker)]) == 2

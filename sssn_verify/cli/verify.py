@@ -56,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
     for name in args.claim or []:
         get_claim(name)  # ClaimError -> exit 2 before any work
     alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
+    if args.report and args.seeds is None:
+        from ..report import check_report_dir
+        check_report_dir(args.report)            # OutputError -> exit 2 before any work
     if args.explore is not None:
         check_int("explore", args.explore, 0)   # ParameterError -> exit 2 before any work
     if args.seeds is not None:
