@@ -23,6 +23,9 @@ from .errors import OutputError
 
 Data = Union[bytes, str, Callable]
 
+#: figure formats matplotlib writes without extra packages
+IMAGE_EXTENSIONS = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
+
 
 def output_path(path, *, extensions: tuple[str, ...] = (), default_ext: str | None = None,
                 what: str = "output") -> tuple[Path, str | None]:
@@ -53,7 +56,7 @@ def output_path(path, *, extensions: tuple[str, ...] = (), default_ext: str | No
 
 
 def check_folder(folder, *, what: str = "output", create: bool = False) -> Path:
-    """`folder` exists (or is created when `create`), is a folder and is writable."""
+    """`folder` exists (or is created when `create`), is a folder and a file can be created in it."""
     f = Path(os.path.expanduser(str(folder))) if str(folder) else Path(".")
     if create:
         try:
@@ -64,8 +67,11 @@ def check_folder(folder, *, what: str = "output", create: bool = False) -> Path:
         raise OutputError(f"{what}: folder {str(f)!r} does not exist")
     if not f.is_dir():
         raise OutputError(f"{what}: {str(f)!r} is not a folder")
-    if not os.access(f, os.W_OK | os.X_OK):
-        raise OutputError(f"{what}: folder {str(f)!r} is not writable")
+    try:   # probe with a real file: access() says yes to root even where writing fails
+        with tempfile.TemporaryFile(dir=f, prefix=".sssn-verify-probe-"):
+            pass
+    except OSError as exc:
+        raise OutputError(f"{what}: folder {str(f)!r} is not writable ({exc.strerror or exc})") from None
     return f
 
 

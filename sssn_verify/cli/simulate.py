@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 
 from ..errors import ParameterError
+from ..outputs import IMAGE_EXTENSIONS, output_path, write_atomic
 from .common import add_model_options, params_from_args
 
 MODELS = ("transformer", "gaussian", "sde")
@@ -43,6 +46,12 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from .. import engine
+    out, note = output_path(args.out, extensions=(".npz",), default_ext=".npz", what="--out")
+    plot_path, plot_note = (output_path(args.plot, extensions=IMAGE_EXTENSIONS, default_ext=".png",
+                                        what="--plot") if args.plot else (None, None))
+    for n in (note, plot_note):
+        if n:
+            print(f"sssn-verify simulate: {n}", file=sys.stderr)
     init = None
     if args.init is not None:
         try:
@@ -65,14 +74,14 @@ def run(args: argparse.Namespace) -> int:
                     depth=args.depth, horizon=params.horizon, beta=params.beta,
                     activation=params.activation.name, sigma_w=params.sigma_w, sigma_b=params.sigma_b,
                     sigma_a=params.sigma_a, paths=args.paths, seed=args.seed, mode=res.mode)
-    np.savez(args.out, tokens=res.tokens, energy=res.energy, init=res.init, times=res.times,
-             settings=json.dumps(settings))
-    if args.plot:
-        plot(res, args.plot)
+    write_atomic(out, lambda fh: np.savez(fh, tokens=res.tokens, energy=res.energy, init=res.init,
+                                          times=res.times, settings=json.dumps(settings)), what="--out")
+    if plot_path:
+        plot(res, plot_path)
     mean_e = res.energy.mean(axis=0)
     print(f"{args.model}: P={args.paths} N={params.n_tokens} d={params.d} L={args.depth}: "
-          f"mean E_0 {mean_e[0]:.4g} -> {mean_e[-1]:.4g}; saved {args.out}"
-          + (f" and {args.plot}" if args.plot else ""))
+          f"mean E_0 {mean_e[0]:.4g} -> {mean_e[-1]:.4g}; saved "
+          f"{out}" + (f" and {plot_path}" if plot_path else ""))
     return 0
 
 
@@ -111,5 +120,6 @@ def plot(res, path: str) -> None:
         ax.set_title(title, fontsize=9)
         ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    write_atomic(path, lambda fh: fig.savefig(fh, format=Path(path).suffix[1:].lower(), dpi=110),
+                 what="--plot")
     plt.close(fig)
