@@ -16,6 +16,7 @@ numba callables are generated once per expression into a cache folder so that
 from __future__ import annotations
 
 import hashlib
+import math
 import types
 import os
 import re
@@ -128,6 +129,83 @@ class Activation:
         return tuple(sorted(out))
 
     @cached_property
+    def singularity_problem(self) -> str | None:
+        """Why the kernel of phi cannot be computed whatever the sigmas, or None.
+
+        phi must be real on the whole line, and phi^2 and phi'^2 locally integrable: near
+        each point where phi or phi' blows up (zeros of a denominator or of a log argument,
+        poles of tan) the local power p of f^2 ~ |u - u0|^-p is measured; p >= 0.95 means
+        E f(U)^2 is infinite (or too singular for quadrature).  For phi that is k0 = K(1);
+        for phi' it is k1 = K'(1), which only jumps (handled exactly) may make infinite.
+        """
+        grid = np.linspace(-_ROOT_WINDOW, _ROOT_WINDOW, 8001)
+        for f_expr, what, const in ((self.expr, "phi(u)", "K and k0 = K(1) are"),
+                                    (self.derivative_ae, "phi'(u)", "k1 = K'(1) is")):
+            f = _vectorised(f_expr)
+            with np.errstate(all="ignore"):
+                vals = f(grid)
+            bad = np.isnan(vals)
+            isolated = []
+            for x in grid[bad]:
+                with np.errstate(all="ignore"):
+                    near = f(np.array([x - 1e-9, x + 1e-9]))
+                if not np.all(np.isfinite(near)):
+                    return f"{what} is not a real number at u = {x:.4g} (phi must be real on the whole line)"
+                isolated.append(float(x))
+            for u0 in _singular_points(f_expr) + isolated + [float(x) for x in grid[np.isinf(vals)]]:
+                p = _local_power(f, u0)
+                if p >= 0.95:
+                    extra = "" if what == "phi(u)" else " (among activations with infinite k1 only jumps are supported)"
+                    return (f"{what}^2 behaves like |u - u0|^-{p:.2g} near u0 = {u0:.4g}, "
+                            f"so {const} infinite{extra}")
+            if what == "phi(u)" and not self.has_jump:
+                for u0 in set(self.kinks) | set(isolated) | set(_singular_points(f_expr)):
+                    with np.errstate(all="ignore"):
+                        lo, hi = f(np.array([u0 - 1e-9, u0 + 1e-9]))
+                    if abs(hi - lo) > 1e-6 * (1 + abs(hi) + abs(lo)):
+                        return (f"phi jumps at u = {u0:.4g} in a form whose derivative sympy does not "
+                                "see (k1 would be wrong); write the jump with Heaviside(...) or sign(...)")
+        return None
+
+    @lru_cache(maxsize=1024)
+    def moment_problem(self, s: float) -> str | None:
+        """Why E phi(sZ)^2 or E phi'(sZ)^2 (Z standard normal) cannot be computed, or None:
+        infinite (phi grows like exp(c u^2) with c >= 1/(2 s^2)), or with non-negligible
+        Gaussian mass beyond |z| = Z_WINDOW, where the quadrature stops (e.g. exp(u), s = 30)."""
+        import mpmath as mp
+        if not s > 0:
+            return None
+        for f_expr, what in ((self.expr, "phi"), (self.derivative_ae, "phi'")):
+            if not f_expr.has(u):
+                continue
+            f = sp.lambdify(u, f_expr, "mpmath")
+            with mp.workdps(30):
+                def h(z):
+                    try:
+                        v = mp.mpf(mp.re(f(mp.mpf(s) * z)))
+                    except (ValueError, ZeroDivisionError, OverflowError, TypeError):
+                        return mp.inf
+                    return (mp.log(v * v) if v != 0 else -mp.inf) - z * z / 2
+                inside = max(h(mp.mpf(z)) for z in np.linspace(-Z_WINDOW, Z_WINDOW, 201))
+                if inside == -mp.inf:
+                    continue
+                far = max(h(mp.mpf(z)) for z in (-1e8, 1e8))
+                edge = max(h(mp.mpf(z)) for z in (-2 * Z_WINDOW, -1.5 * Z_WINDOW, 1.5 * Z_WINDOW, 2 * Z_WINDOW))
+                if far > inside:
+                    return (f"E {what}(U)^2 is infinite for U ~ N(0, {s:.4g}^2): {what} grows too fast "
+                            f"(like exp(c u^2) with c >= 1/(2 sigma^2)); lower sigma_w, sigma_b")
+                if edge > inside - 35:
+                    return (f"E {what}(U)^2 for U ~ N(0, {s:.4g}^2) has non-negligible Gaussian mass beyond "
+                            f"|U| = {Z_WINDOW:g} sigma, outside the computable range; lower sigma_w, sigma_b")
+        return None
+
+    def check_moments(self, s: float) -> None:
+        """Raise ActivationError when :meth:`moment_problem` finds one."""
+        problem = self.moment_problem(s)
+        if problem:
+            raise ActivationError(f"activation {quote(self.name)}: {problem}")
+
+    @cached_property
     def numpy(self) -> Callable[[np.ndarray], np.ndarray]:
         """Vectorised phi(u) for numpy arrays."""
         return _vectorised(self.expr)
@@ -176,6 +254,44 @@ def _real_roots(expr: sp.Expr) -> list:
     for i in np.nonzero(ok[:-1] & ok[1:] & (np.sign(vals[:-1]) * np.sign(vals[1:]) < 0))[0]:
         roots.append(brentq(lambda x: float(f(x)), grid[i], grid[i + 1], xtol=1e-14))
     return roots
+
+
+Z_WINDOW = 10.0   # the 1-D quadrature of numeric/kernels.py integrates over |z| <= 10
+
+
+def _singular_points(expr: sp.Expr) -> list:
+    """Real points where `expr` may blow up: zeros of bases with negative powers, of log
+    arguments, and of cos(arg) under tan."""
+    points = []
+    for node in sp.preorder_traversal(expr):
+        if isinstance(node, sp.Pow) and node.exp.is_number and node.exp.is_negative:
+            points += _real_roots(node.base)
+        elif isinstance(node, sp.log):
+            points += _real_roots(node.args[0])
+        elif isinstance(node, sp.tan):
+            points += _real_roots(sp.cos(node.args[0]))
+    out = []
+    for p in points:
+        try:
+            out.append(float(p))
+        except TypeError:
+            continue
+    return out
+
+
+def _local_power(f, u0: float) -> float:
+    """p with f(u)^2 ~ |u - u0|^-p as u -> u0 (the larger of the two sides; 0 if bounded)."""
+    best = 0.0
+    for side in (1.0, -1.0):
+        with np.errstate(all="ignore"):
+            a, b = (float(f(u0 + side * h)) ** 2 for h in (1e-4, 1e-7))
+        if not (math.isfinite(a) and a > 0):
+            continue
+        if not math.isfinite(b):
+            return math.inf
+        if b > 0:
+            best = max(best, math.log(b / a) / math.log(1e3))
+    return best
 
 
 def _vectorised(expr: sp.Expr):
@@ -280,10 +396,14 @@ def _parse(spec: str) -> Activation:
         if re.fullmatch(r"[A-Za-z_]\w*", text):
             raise ActivationError(f"unknown activation {quote(text)}: not a registry name "
                                   f"({', '.join(sorted(REGISTRY))}) nor an expression in u") from None
-        raise ActivationError(f"activation {exc}") from None
+        raise ActivationError(f"invalid activation: {exc}") from None
     if not isinstance(expr, sp.Expr):
         raise ActivationError(f"activation {quote(text)} is not a scalar expression in u")
-    return Activation(text, "expr", expr, None, tree)
+    act = Activation(text, "expr", expr, None, tree)
+    problem = act.singularity_problem
+    if problem:
+        raise ActivationError(f"activation {quote(text)}: {problem}")
+    return act
 
 
 def get_activation(spec: "str | Activation") -> Activation:

@@ -25,12 +25,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import importlib.util
 import inspect
 import math
-import os
 import re
-import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Sequence
@@ -38,6 +35,7 @@ from typing import Sequence
 import numpy as np
 
 from .errors import ParameterError, SimulationError
+from .limits import check_simulation
 from .params import ModelParams, check_int, check_real
 from .numeric import rng as _rng
 from .numeric.fields import (DEFAULT_RTOL, STATUS_MESSAGES, STATUS_OK, engine_sources_digest,
@@ -130,7 +128,8 @@ def _kernel_for(activation, module: str, name: str):
     activation, the generated text and the sources of the numeric kernels, so a stale cache
     is never used.  ``module.name_path`` stays the one source of truth.
     """
-    from .activations import _cache_dir
+    from .activations import _cache_dir, load_generated
+    from .outputs import private_folder
     phi, dphi = activation.numba_pair
     target = getattr(importlib.import_module(f"sssn_verify.numeric.{module}"), f"{name}_path")
     params = list(inspect.signature(target.py_func).parameters)
@@ -158,18 +157,8 @@ def _kernel_for(activation, module: str, name: str):
         f"        {name}_path(p, {args})\n"
     )
     key = hashlib.sha256((source + engine_sources_digest()).encode()).hexdigest()[:16]
-    folder = _cache_dir().parent / "kernels"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"k_{name}_{key}.py"
-    if not path.exists() or path.read_text() != source:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(source)
-        os.replace(tmp, path)
-    modname = f"sssn_verify_kernel_{name}_{key}"
-    spec = importlib.util.spec_from_file_location(modname, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[modname] = mod
-    spec.loader.exec_module(mod)
+    folder = private_folder(_cache_dir().parent / "kernels")
+    mod = load_generated(folder / f"k_{name}_{key}.py", source, f"sssn_verify_kernel_{name}_{key}")
     return getattr(mod, name)
 
 
@@ -200,10 +189,11 @@ def initial_tokens(params: ModelParams, n_paths: int, seed: int, init=None) -> n
     if x.shape != (n_paths, N, d):
         raise ParameterError("init", f"shape {x.shape}",
                              f"must have shape (N, d) = ({N}, {d}) or (P, N, d) = ({n_paths}, {N}, {d})")
-    norms = np.linalg.norm(x, axis=-1, keepdims=True)
-    if not np.all(np.isfinite(x)) or np.any(norms == 0):
+    scale = np.max(np.abs(x), axis=-1, keepdims=True)   # rescale first: |x| of 1e308 entries overflows
+    if not np.all(np.isfinite(x)) or np.any(scale == 0):
         raise ParameterError("init", "<array>", "tokens must be finite and non-zero")
-    return np.ascontiguousarray(x / norms)
+    x = x / scale
+    return np.ascontiguousarray(x / np.linalg.norm(x, axis=-1, keepdims=True))
 
 
 def _describe(params: ModelParams, **sizes) -> str:
@@ -297,6 +287,7 @@ def simulate_transformer(params: ModelParams, depth: int, width: int, n_paths: i
     store_every = check_int("store_every", store_every, 0)
     pre_exact, out_exact = _choose_mode(mode, params.n_tokens, params.d, m)
     bs = _betas(betas)
+    check_simulation(P, params.n_tokens, params.d, L, m, store_every, bs.size)
     X0 = initial_tokens(params, P, seed, init)
     seeds = _rng.path_seeds(seed, P, DYNAMICS_STREAM)
     N, d = params.n_tokens, params.d
@@ -343,6 +334,7 @@ def _simulate_field(model: str, params: ModelParams, depth: int, n_paths: int, s
     seed = check_int("seed", seed, 0)
     store_every = check_int("store_every", store_every, 0)
     bs = _betas(betas)
+    check_simulation(P, params.n_tokens, params.d, L, None, store_every, bs.size)
     kf, table = _kernel_table(params)
     X0 = initial_tokens(params, P, seed, init)
     seeds = _rng.path_seeds(seed, P, DYNAMICS_STREAM)

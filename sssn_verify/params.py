@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .activations import Activation, get_activation
+from . import limits
 from .errors import ParameterError
 
 
@@ -86,19 +87,22 @@ class ModelParams:
     def __post_init__(self):
         set_ = object.__setattr__
         d = check_int("d", self.d, 2)
+        limits.check_at_most("d", d, limits.MAX_D)      # before allocating d x d matrices
         set_(self, "d", d)
         set_(self, "n_tokens", check_int("n_tokens", self.n_tokens, 1))
         set_(self, "horizon", check_real("horizon", self.horizon, 0.0, strict=True))
-        set_(self, "beta", check_real("beta", self.beta, 0.0))
-        set_(self, "sigma_w", check_real("sigma_w", self.sigma_w, 0.0))
-        set_(self, "sigma_b", check_real("sigma_b", self.sigma_b, 0.0))
-        set_(self, "sigma_a", check_real("sigma_a", self.sigma_a, 0.0))
+        set_(self, "beta", check_real("beta", self.beta, 0.0, maximum=limits.MAX_BETA))
+        set_(self, "sigma_w", check_real("sigma_w", self.sigma_w, 0.0, maximum=limits.MAX_SIGMA))
+        set_(self, "sigma_b", check_real("sigma_b", self.sigma_b, 0.0, maximum=limits.MAX_SIGMA))
+        set_(self, "sigma_a", check_real("sigma_a", self.sigma_a, 0.0, maximum=limits.MAX_SIGMA))
         if self.sigma_w == 0.0 and self.sigma_b == 0.0:
             raise ParameterError("sigma_w", self.sigma_w,
                                  "sigma_w and sigma_b cannot both be 0 (the pre-activation would vanish)")
         set_(self, "activation", get_activation(self.activation))
         for name in ("Q", "K", "V"):
             set_(self, name, check_matrix(name, getattr(self, name), d))
+            limits.check_at_most(f"max |{name}_ij|", float(np.max(np.abs(getattr(self, name)))),
+                                 limits.MAX_MATRIX_ENTRY)
 
     @property
     def attention_on(self) -> bool:

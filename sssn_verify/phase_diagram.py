@@ -33,6 +33,7 @@ from functools import lru_cache
 import numpy as np
 
 from .errors import ParameterError
+from .limits import MAX_D, MAX_GRID, check_at_most
 from .params import check_int, check_real
 
 AXES = ("d", "sigma_w", "sigma_b", "sigma_a", "beta")
@@ -59,9 +60,12 @@ def axis_values(name: str, range=None, resolution: int = DEFAULT_RESOLUTION) -> 
         lo_i, hi_i = max(2, math.ceil(lo)), math.floor(hi)
         if hi_i < lo_i:
             raise ParameterError("d range", (lo, hi), "must contain an integer >= 2")
+        check_at_most("d range", hi_i, MAX_D)
+        check_at_most("number of d values", hi_i - lo_i + 1, MAX_GRID, "narrow the d range")
         return np.arange(lo_i, hi_i + 1)
     if lo < 0:
         raise ParameterError(f"{name} range", (lo, hi), "must be >= 0")
+    check_at_most("resolution", resolution, MAX_GRID)
     return np.linspace(lo, hi, resolution)
 
 

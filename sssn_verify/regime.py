@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from .numeric.kernels import kernel
 from .numeric.rates import c_att as _c_att
 from .numeric.rates import c_att_general, lambda1, lambda_bar_from_kernel, lambda_edge, near_sync_rate
+from .errors import ResourceError
 from .params import ModelParams
 from .sync_time import log_distance_variance, lyapunov_spectrum
 
@@ -62,6 +63,8 @@ class Regime:
     def text(self) -> str:
         """Plain-text report with the two verdicts."""
         def fmt(x):
+            if isinstance(x, float) and math.isnan(x):
+                return "undefined"
             return f"{x:.10g}" if isinstance(x, float) else str(x)
         verdict = {True: "yes", False: "no", None: "undetermined"}
         where = "rho -> 1 (edge)" if self.sup_at_edge else f"rho = {self.lambda_bar_argmax:.6g}"
@@ -95,6 +98,15 @@ def _json_number(v):
     return v
 
 
+def _check_finite(**values) -> None:
+    """Overflow or an undefined value is an error, never a printed nan or a wrong number."""
+    bad = {k: v for k, v in values.items() if not math.isfinite(float(v))}
+    if bad:
+        raise ResourceError(f"{', '.join(bad)} not finite at these parameters "
+                            f"({', '.join(f'{k}={v}' for k, v in bad.items())}): outside the computable "
+                            "range; use smaller sigmas, beta or attention scale")
+
+
 def regime(params: ModelParams) -> Regime:
     """Rates and verdicts for `params` (Q, K, V and beta enter C_att and lambda_bar)."""
     kf = kernel(params.activation, params.sigma_w, params.sigma_b, params.sigma_a)
@@ -104,6 +116,9 @@ def regime(params: ModelParams) -> Regime:
     catt = _c_att(params.beta, params.Q, params.K, params.V)
     cgen = c_att_general(params.beta, params.Q, params.K, params.V)
     lower = near_sync_rate(params.d, kf.k0, kf.k1, params.V)
+    _check_finite(k0=kf.k0, C_att=catt, C_att_general=cgen,
+                  **({} if math.isinf(kf.k1) else dict(k1=kf.k1, lambda_1=lam1, lambda_bar=lam_bar,
+                                                         lambda_bar_edge=edge, rate_lower_bound=lower)))
     sync = None if (math.isnan(lam1) or lam1 == 0.0) else lam1 < 0
     total = lam_bar + catt
     if total < 0:

@@ -107,7 +107,8 @@ def test_energy_is_e0_after_every_layer():
 
 
 def test_blow_up_raises_simulation_error_naming_layer_and_parameters():
-    p = PARAMS.with_(sigma_a=1e200)
+    p = PARAMS.with_(sigma_a=1.0)
+    object.__setattr__(p, "sigma_a", 1e200)   # past ModelParams' documented limit: the engine's own guard
     with pytest.raises(SimulationError, match=r"layer 1 .*sigma_a=1e\+200"):
         simulate_transformer(p, depth=3, width=8, n_paths=2, seed=0, progress=False)
 

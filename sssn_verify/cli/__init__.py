@@ -3,12 +3,16 @@
 Every sub-command lives in its own module of this package and exposes
 ``register(subparsers)``; the module adds its parser and sets ``func``.
 Any :class:`~sssn_verify.errors.SSSNError` (bad input, blow-up) becomes a
-one-line message on stderr and exit code 2.
+one-line message on stderr and exit code 2; Ctrl-C exits 130 with one line; a
+closed pipe (``| head``) ends quietly; any other exception is a bug: one line
+asking for a report, the traceback saved to a file, exit code 3
+(``SSSN_VERIFY_DEBUG=1`` re-raises it instead).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 
@@ -17,8 +21,15 @@ from ..errors import SSSNError
 _NOT_COMMANDS = {"common"}
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the one-line error contract (no usage block), exit code 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="sssn-verify",
         description="Derive (sympy) and confirm (numba Monte Carlo) the formulas of "
                     "'stochastic scaling limits and synchronization by noise' for deep transformers.")
@@ -32,21 +43,66 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _crash_report(command: str) -> str:
+    """Save the current traceback to a private file; return its path (or a note)."""
+    import tempfile
+    import traceback
+    from datetime import datetime, timezone
+    from .. import __version__
+    text = (f"sssn-verify {__version__} {command!r} {datetime.now(timezone.utc).isoformat()}\n"
+            f"argv: {sys.argv!r}\npython {sys.version}\n\n{traceback.format_exc()}")
+    try:
+        fd, path = tempfile.mkstemp(prefix="sssn-verify-crash-", suffix=".txt")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        return path
+    except OSError:
+        return "(could not save it; run again with SSSN_VERIFY_DEBUG=1 to see it)"
+
+
+def _quiet_pipe_exit() -> int:
+    """stdout's reader went away (``| head``): stop quietly, without a BrokenPipeError later."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141          # what a shell reports for a filter ended by SIGPIPE
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one sub-command.  Exit codes: 0 success (or a passing check), 1 a failed
+    verification/rejected candidate, 2 bad input (one line on stderr), 3 an internal
+    error (one line, traceback saved to a file), 130 interrupted."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    args.argv = ["sssn-verify", *(sys.argv[1:] if argv is None else argv)]   # for report provenance
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    name = f"sssn-verify {args.command}"
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()
+        return code
     except SSSNError as exc:
-        print(f"sssn-verify {args.command}: error: {exc}", file=sys.stderr)
+        msg = " ".join(str(exc).split())            # always one line
+        print(f"{name}: error: {msg}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"sssn-verify {args.command}: interrupted", file=sys.stderr)
+        print(f"{name}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _quiet_pipe_exit()
+    except MemoryError:
+        print(f"{name}: error: out of memory; use smaller sizes (see README, 'Limits')", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - a bug: one line, the traceback in a file
+        if os.environ.get("SSSN_VERIFY_DEBUG"):
+            raise
+        where = _crash_report(args.command)
+        print(f"{name}: internal error ({type(exc).__name__}); please report it with the "
+              f"traceback saved in {where}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":  # pragma: no cover

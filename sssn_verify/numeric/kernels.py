@@ -47,6 +47,7 @@ from numba import njit, prange
 
 from ..activations import Activation, get_activation
 from ..errors import ParameterError
+from ..limits import MAX_SIGMA
 from ..params import check_real
 
 # table layout: [k0, jump flag, n, k1, c_0 .. c_{n-1}]
@@ -171,9 +172,9 @@ def _check_rho(rho) -> np.ndarray:
 
 def check_sigmas(sigma_w, sigma_b, sigma_a) -> tuple[float, float, float]:
     """Validated (sigma_w, sigma_b, sigma_a): finite, >= 0, not sigma_w = sigma_b = 0."""
-    sw = check_real("sigma_w", sigma_w, 0.0)
-    sb = check_real("sigma_b", sigma_b, 0.0)
-    sa = check_real("sigma_a", sigma_a, 0.0)
+    sw = check_real("sigma_w", sigma_w, 0.0, maximum=MAX_SIGMA)
+    sb = check_real("sigma_b", sigma_b, 0.0, maximum=MAX_SIGMA)
+    sa = check_real("sigma_a", sigma_a, 0.0, maximum=MAX_SIGMA)
     if sw == 0.0 and sb == 0.0:
         raise ParameterError("sigma_w", sigma_w,
                              "sigma_w and sigma_b cannot both be 0 (the pre-activation would vanish)")
@@ -185,6 +186,7 @@ def kernel(activation="relu", sigma_w=1.0, sigma_b=0.0, sigma_a=1.0, *,
     """The cached KernelFunction of `activation` at (sigma_w, sigma_b, sigma_a)."""
     act = get_activation(activation)
     sw, sb, sa = check_sigmas(sigma_w, sigma_b, sigma_a)
+    act.check_moments(math.hypot(sw, sb))    # infinite / beyond the quadrature window: say why
     return _kernel_cached(act.name, sw, sb, sa, bool(force_quadrature))
 
 
