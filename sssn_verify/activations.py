@@ -87,6 +87,10 @@ class Activation:
     def __str__(self) -> str:
         return self.name
 
+    def __reduce__(self):
+        # pickled as its specification: a dask worker re-parses it and compiles its own module
+        return (get_activation, (self.name,))
+
     @cached_property
     def derivative(self) -> sp.Expr:
         """phi'(u), with kinks giving Heaviside/sign terms and jumps DiracDelta terms."""

@@ -181,12 +181,14 @@ class Distributed(Executor):
 
     @classmethod
     def local(cls, n_workers: int, *, threads_per_worker: int = 1, private_cache: bool = False,
-              numba_threads: int | None = None, **cluster_kwargs) -> "Distributed":
+              numba_threads: int | None = None, env_extra: dict[str, str] | None = None,
+              **cluster_kwargs) -> "Distributed":
         """Start a ``LocalCluster`` of `n_workers` worker processes (closed with the executor).
 
         Each worker runs one task at a time with ``numba_threads`` numba threads (default:
         the machine's cores shared out, at least 1).  ``private_cache=True`` gives every
-        worker its own empty ``SSSN_VERIFY_CACHE`` (compiles on the worker, nothing shared).
+        worker its own empty ``SSSN_VERIFY_CACHE`` (compiles on the worker, nothing shared);
+        ``env_extra`` adds environment variables of the worker processes.
         """
         distributed = _require_distributed()
         n_workers = check_int("workers", n_workers, 1)
@@ -197,6 +199,7 @@ class Distributed(Executor):
         for name in ("SSSN_VERIFY_CACHE", "PYTHONPATH", "NUMBA_CACHE_DIR"):
             if name in os.environ:
                 env[name] = os.environ[name]
+        env.update(env_extra or {})
         kwargs = dict(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
                       dashboard_address=":0", env=env, silence_logs=logging.ERROR)
         kwargs.update(cluster_kwargs)
