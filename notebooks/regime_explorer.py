@@ -28,7 +28,11 @@
 #   started uniformly or in one tight cluster (on the sphere `S^2` when `d = 3`, else the
 #   distribution of their overlaps `<x_i, x_j>`) and the mean
 #   interaction energy `E[E_beta(mu_t)]` against the bound
-#   `exp((lambda_bar + C_att) t) E[E_beta(mu_0)]`.
+#   `exp((lambda_bar + C_att) t) E[E_beta(mu_0)]`;
+# * the law of synchronization (SPEC section 8, `sssn_verify.sync_time`): the Lyapunov spectrum,
+#   the variance rate `sigma^2` of `log|x_1 - x_2|`, and the law of the time two tokens take to
+#   come from distance `eps0` to `eps` (inverse Gaussian when `lambda_1 < 0`), with two-token
+#   runs of the Gaussian transformer over the predicted CDF.
 #
 # With ipywidgets and a live Jupyter front-end the controls update everything; without them
 # (a script, a static rendering, CI) the same function runs once on fixed points below.
@@ -239,3 +243,49 @@ explore(**dict(DEFAULTS, d=8, sigma_b=1.0, beta=1.0))
 # %%
 for expression in ("sin(3*u)", ""):  # "" = the dropdown's activation (ReLU)
     explore(**dict(DEFAULTS, expression=expression, d=6, sigma_b=0.0, attention=False, start="tight cluster"))
+
+# %% [markdown]
+# ## How deep for two tokens to collapse? The law of synchronization
+#
+# At small distance `log|x_1 - x_2|` is a Brownian motion with drift `lambda_1` and variance
+# rate `sigma^2 = k0 + k1` (derived), so the time to go from `eps0` to `eps` is inverse Gaussian
+# (mean `log(eps0/eps)/|lambda_1|`) when `lambda_1 < 0`, and is reached only with probability
+# `(eps0/eps)^(-2 lambda_1/sigma^2)` when `lambda_1 > 0`.  The depth needed at step `delta` for
+# the collapse to have happened with probability `1 - alpha` is `ceil(t_(1-alpha)/delta)`.
+# The empirical CDF comes from two-token runs of the Gaussian transformer (noise only).
+
+# %%
+from sssn_verify.sync_time import first_passage_times, sync_time_law
+
+SYNC_PATHS = 300 if SMALL else 3000
+SYNC_STEP = 0.01 if SMALL else 0.005
+
+
+def sync_time_figure(params, eps0=1e-4, eps=1e-6, alpha=0.1, delta=0.01, horizon=None):
+    """The derived law of the synchronization time and simulated first passages over it."""
+    law = sync_time_law(params, eps0, eps)
+    print(law.text(alpha, delta))
+    T = horizon if horizon is not None else (law.ppf(0.995) if law.lambda1 < 0 else 2.0)
+    fp = first_passage_times(params, eps0, eps, step=SYNC_STEP, max_time=T, n_paths=SYNC_PATHS, seed=SEED)
+    ts = np.linspace(0.0, T, 300)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(ts, law.cdf(ts), color="C3", lw=2, label="derived law P(tau <= t)")
+    tt = np.sort(fp.times[fp.reached])
+    ax.step(tt, np.arange(1, tt.size + 1) / fp.n_paths, where="post", color="C0",
+            label=f"two-token runs ({fp.n_paths} paths)")
+    if law.lambda1 > 0:
+        ax.axhline(law.p_reach, color="0.5", ls="--", label=f"p_reach = {law.p_reach:.3g}")
+    ax.set_xlabel("time t (= depth x step)")
+    ax.set_ylabel(f"P(distance has fallen from {eps0:g} to {eps:g})")
+    ax.set_title(f"synchronization time, {params.activation.name}, d = {params.d}: "
+                 f"lambda_1 = {law.lambda1:.3g}, sigma^2 = {law.sigma2:.3g}", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return law, fp
+
+
+# %%
+sync_params = ModelParams(d=8, activation="relu", sigma_w=1.0, sigma_b=1.0, sigma_a=1.0)
+print("Lyapunov spectrum:", np.round(regime(sync_params).lyapunov_spectrum, 4))
+sync_time_figure(sync_params)
+plt.show()
