@@ -35,6 +35,7 @@ import json
 import math
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -405,6 +406,17 @@ def _text(s: str) -> str:
     return str(s).replace("$", r"\$")
 
 
+_PARAM_TEX = {"rho": r"\rho", "beta": r"\beta", "sb": r"\sigma_b", "sw": r"\sigma_w", "sa": r"\sigma_a",
+              "d": "d", "N": "N", "L": "L", "m": "m", "T": "T", "t": "t"}
+
+
+def tick_label(text: str) -> str:
+    """A configuration label for a tick: 'b relu d=3 rho=-0.5' -> 'b relu $d=3$ $\\rho=-0.5$' (mathtext)."""
+    def math(m):
+        return f"${_PARAM_TEX[m.group(1)]}={m.group(2)}$"
+    return re.sub(r"(?<![\w$])(" + "|".join(_PARAM_TEX) + r")=(-?[0-9][0-9.e+-]*)", math, _text(text))
+
+
 def _save(fig, out: Path, stem: str, images: dict[str, bytes]) -> dict[str, str]:
     names = {"png": f"{stem}.png", "pdf": f"{stem}.pdf"}
     for fmt, name in names.items():
@@ -454,7 +466,7 @@ def _check_figure(plt, np, name: str, title: str, c: CheckResult, spec: dict):
                     label=r"Monte Carlo ($\pm 2$ s.e.)")
         ax.plot(pos, spec["expected"], "x", markersize=10, label="derived formula")
         ax.axhline(0.0, color="grey", lw=0.5)
-        ax.set_xticks(pos, [_text(s) for s in labels], rotation=30, ha="right", fontsize=7)
+        ax.set_xticks(pos, [tick_label(s) for s in labels], rotation=30, ha="right", fontsize=7)
         ax.set_xlabel("configuration")
         ax.set_ylabel(spec.get("ylabel", "value"))
     title = "\n".join(textwrap.wrap(_text(f"{name}: {title}"), 90) + textwrap.wrap(_text(f"check: {c.name}"), 90))

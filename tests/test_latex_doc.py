@@ -107,6 +107,18 @@ def test_standalone_kernel_documents_are_real_latex(activation):
     assert pseudo_maths(doc) == []
 
 
+def test_text_format_spells_the_prose_maths_in_ascii(document):
+    from sssn_verify.symbolic import derive
+    from sssn_verify.symbolic.derivation import plain_text
+    for name in ordered_names():
+        der = derive(name)
+        for prose_line in [der.title, *der.assumptions, *(s.text for s in der.steps)]:
+            shown = plain_text(prose_line)
+            assert shown in der.text() and not re.search(r"[$`\\]", shown), (name, shown)
+    assert plain_text(r"$e^{\beta\rho}$, $\langle x, A_i\rangle$, $\|V\|$, `code`, $\frac{k_0}{2}$") == \
+        "e^(beta rho), <x, A_i>, ||V||, code, k_0/2"
+
+
 def test_derive_standalone_cli(capsys):
     assert main(["derive", "lyapunov", "--format", "latex", "--standalone"]) == 0
     out = capsys.readouterr().out

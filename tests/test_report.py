@@ -172,6 +172,13 @@ def test_propagation_of_chaos_figure_is_labelled_w2_squared(monkeypatch):
     assert spec["ylabel"].startswith("$") and spec["ylabel"].endswith("$")     # mathtext
 
 
+def test_tick_labels_are_mathtext():
+    from sssn_verify.report import tick_label
+    assert tick_label("b relu d=3 rho=-0.5") == r"b relu $d=3$ $\rho=-0.5$"
+    assert tick_label("gaussian sin:3 d=4 sb=0.0") == r"gaussian sin:3 $d=4$ $\sigma_b=0.0$"
+    assert tick_label("cost $5") == r"cost \$5"
+
+
 def test_standardized_rows():
     rows = {(r["claim"], r["check"]): r for r in standardized_rows(fake_suite())}
     z = rows["stated_claim", "slope"]

@@ -114,6 +114,40 @@ def pdf_string(text: str) -> str:
     return " ".join("".join(out).split())
 
 
+_PLAIN_WORDS = {"langle": "<", "rangle": ">", "top": "T", "le": "<=", "ge": ">=", "to": "->", "mapsto": "->",
+                "infty": "oo", "dots": "...", "cdot": "*", "iff": "<=>", "sim": "~", "wedge": "^", "in": "in",
+                "nabla": "grad ", "partial": "d", "times": "x", "left": "", "right": "", "bigl": "", "bigr": "",
+                "quad": " ", "varepsilon": "eps", "varphi": "phi"}
+
+
+def _group(x: str) -> str:
+    """x, parenthesized unless it is one token."""
+    return x if re.fullmatch(r"[A-Za-z0-9.'_]+|\\?[A-Za-z]+", x.strip()) else f"({x})"
+
+
+def plain_text(text: str) -> str:
+    """A terminal rendering of LaTeX prose (the ``text`` format): maths spelt in ASCII."""
+    s = text.replace("`", "").replace("\\{", "\x00").replace("\\}", "\x01")
+    s = re.sub(r"\\t?frac12", "1/2", s)
+    s = re.sub(r"\\bar\\?([A-Za-z]+)", r"\1_bar", s)
+    s = re.sub(r"\\nabla\^2", r"Hess ", s)
+    s = re.sub(r"\\langle\s*", "<", s)
+    s = re.sub(r"\s*\\rangle", ">", s)
+    for _ in range(3):   # nested arguments
+        s = re.sub(r"\\(operatorname|mathrm|text|mathbb|mathcal)\{([^{}]*)\}", r"\2", s)
+        s = re.sub(r"\\t?frac\{([^{}]*)\}\{([^{}]*)\}", lambda m: f"{_group(m[1])}/{_group(m[2])}", s)
+        s = re.sub(r"\\binom\{([^{}]*)\}\{([^{}]*)\}", r"C(\1, \2)", s)
+        s = re.sub(r"\\sqrt\{([^{}]*)\}", r"sqrt(\1)", s)
+    s = s.replace("\\|", "||")
+    s = re.sub(r"\\[,;:! ]", " ", s)
+    s = re.sub(r"\\([A-Za-z]+)(?=\\[A-Za-z])", lambda m: _PLAIN_WORDS.get(m[1], m[1]) + " ", s)   # \beta\rho
+    s = re.sub(r"\\([A-Za-z]+)", lambda m: _PLAIN_WORDS.get(m[1], m[1]), s)
+    s = re.sub(r"\^\{([^{}]*)\}", lambda m: "^" + _group(m[1]), s)
+    s = re.sub(r"_\{([^{}]*)\}", lambda m: "_" + _group(m[1]) if " " in m[1].strip() else "_" + m[1], s)
+    s = s.replace("$", "").replace("{", "").replace("}", "").replace("\x00", "{").replace("\x01", "}")
+    return " ".join(s.split())
+
+
 def heading(level: str, title: str, label: str | None = None) -> str:
     """\\section-like heading with a PDF-safe bookmark string and an optional label."""
     t = prose(title)
@@ -192,11 +226,11 @@ class Derivation:
         return "\n".join(lines) + "\n"
 
     def text(self) -> str:
-        lines = [f"== {self.title} [{self.name}]", "Assumptions:"]
-        lines += [f"  - {a}" for a in self.assumptions]
+        lines = [f"== {plain_text(self.title)} [{self.name}]", "Assumptions:"]
+        lines += [f"  - {plain_text(a)}" for a in self.assumptions]
         lines.append("Steps:")
         for i, s in enumerate(self.steps, 1):
-            lines.append(f"  {i}. {s.text}")
+            lines.append(f"  {i}. {plain_text(s.text)}")
             if s.expr is not None:
                 lines.append(f"     {sp.sstr(s.expr)}")
         lines.append(f"Result: {sp.sstr(self.result)}")
