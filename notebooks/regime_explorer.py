@@ -255,37 +255,23 @@ for expression in ("sin(3*u)", ""):  # "" = the dropdown's activation (ReLU)
 # The empirical CDF comes from two-token runs of the Gaussian transformer (noise only).
 
 # %%
-from sssn_verify.sync_time import first_passage_times, sync_time_law
+from sssn_verify.sync_time import first_passage_times, sync_time_figure, sync_time_law
 
 SYNC_PATHS = 300 if SMALL else 3000
 SYNC_STEP = 0.01 if SMALL else 0.005
 
 
-def sync_time_figure(params, eps0=1e-4, eps=1e-6, alpha=0.1, delta=0.01, horizon=None):
+def sync_time_panel(params, eps0=1e-4, eps=1e-6, alpha=0.1, delta=0.01):
     """The derived law of the synchronization time and simulated first passages over it."""
     law = sync_time_law(params, eps0, eps)
     print(law.text(alpha, delta))
-    T = horizon if horizon is not None else (law.ppf(0.995) if law.lambda1 < 0 else 2.0)
+    T = law.ppf(0.995) if law.lambda1 < 0 else 2.0
     fp = first_passage_times(params, eps0, eps, step=SYNC_STEP, max_time=T, n_paths=SYNC_PATHS, seed=SEED)
-    ts = np.linspace(0.0, T, 300)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(ts, law.cdf(ts), color="C3", lw=2, label="derived law P(tau <= t)")
-    tt = np.sort(fp.times[fp.reached])
-    ax.step(tt, np.arange(1, tt.size + 1) / fp.n_paths, where="post", color="C0",
-            label=f"two-token runs ({fp.n_paths} paths)")
-    if law.lambda1 > 0:
-        ax.axhline(law.p_reach, color="0.5", ls="--", label=f"p_reach = {law.p_reach:.3g}")
-    ax.set_xlabel("time t (= depth x step)")
-    ax.set_ylabel(f"P(distance has fallen from {eps0:g} to {eps:g})")
-    ax.set_title(f"synchronization time, {params.activation.name}, d = {params.d}: "
-                 f"lambda_1 = {law.lambda1:.3g}, sigma^2 = {law.sigma2:.3g}", fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return law, fp
+    return sync_time_figure(law, fp)
 
 
 # %%
 sync_params = ModelParams(d=8, activation="relu", sigma_w=1.0, sigma_b=1.0, sigma_a=1.0)
 print("Lyapunov spectrum:", np.round(regime(sync_params).lyapunov_spectrum, 4))
-sync_time_figure(sync_params)
+sync_time_panel(sync_params)
 plt.show()

@@ -24,6 +24,7 @@ from scipy import optimize, stats
 
 from .errors import ParameterError
 from .params import ModelParams, check_int, check_real
+from .stats import _jsonable
 
 QUANTILE_LEVELS = (0.1, 0.5, 0.9)
 
@@ -169,7 +170,7 @@ class SyncTimeLaw:
         if delta is not None:
             out["delta"] = delta
             out["depth_for_alpha"] = self.depth(alpha, delta)
-        return _json(out)
+        return _jsonable(out)
 
     def text(self, alpha: float = 0.1, delta: float | None = None) -> str:
         def f(x):
@@ -185,17 +186,6 @@ class SyncTimeLaw:
         if delta is not None:
             lines.append(f"depth at step delta = {f(delta)}: L = {f(self.depth(alpha, delta))}")
         return "\n".join(lines)
-
-
-def _json(v):
-    if isinstance(v, dict):
-        return {k: _json(x) for k, x in v.items()}
-    if isinstance(v, float):
-        if math.isnan(v):
-            return None
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-    return v
 
 
 def sync_time_law(params: ModelParams, eps0: float, eps: float) -> SyncTimeLaw:
@@ -359,3 +349,28 @@ def censored_ks(fp: FirstPassage, law: SyncTimeLaw) -> tuple[float, float]:
 
 
 __all__ += ["censored_ks"]
+
+
+def sync_time_figure(law: SyncTimeLaw, fp: FirstPassage | None = None, *, horizon: float | None = None):
+    """The predicted CDF of the synchronization time (and the empirical one of `fp`): a figure."""
+    import matplotlib.pyplot as plt
+    hi = horizon if horizon is not None else (fp.max_time if fp is not None else
+                                              (law.ppf(0.995) if law.lambda1 < 0 else 10.0 / abs(law.lambda1)))
+    ts = np.linspace(0.0, hi, 400)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.plot(ts, law.cdf(ts), color="C3", linewidth=2, label="derived law P(tau <= t)")
+    if fp is not None:
+        tt = np.sort(fp.times[fp.reached])
+        ax.step(tt, np.arange(1, tt.size + 1) / fp.n_paths, where="post", color="C0",
+                label=f"two-token runs ({fp.n_paths} paths, step {fp.step:g})")
+    if law.lambda1 > 0:
+        ax.axhline(law.p_reach, color="0.5", linestyle="--", label=f"p_reach = {law.p_reach:.3g}")
+    ax.set_xlabel("time t (= depth x step)")
+    ax.set_ylabel(f"P(distance has fallen from {law.eps0:g} to {law.eps:g} by t)")
+    ax.set_title(f"synchronization time: lambda_1 = {law.lambda1:.4g}, sigma^2 = {law.sigma2:.4g}", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+__all__ += ["sync_time_figure"]

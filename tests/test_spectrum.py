@@ -17,7 +17,7 @@ from sssn_verify.errors import ParameterError
 from sssn_verify.numeric.kernels import kernel
 from sssn_verify.params import ModelParams
 from sssn_verify.regime import regime
-from sssn_verify.symbolic import derivation_names, derive
+from sssn_verify.symbolic import derivation_names
 from sssn_verify.symbolic import spectrum as S
 from sssn_verify.symbolic.lyapunov import lambda1_tangent, sigma_a, sigma_b, sigma_w
 from sssn_verify.symbolic.two_point import d, k0, k1

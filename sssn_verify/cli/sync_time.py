@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-import numpy as np
 
 from ..errors import ParameterError
 from ..outputs import output_path, write_atomic
@@ -100,27 +99,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def plot(law, path: str, fp=None) -> None:
-    """Predicted CDF of the synchronization time (and the empirical one); written atomically."""
+def plot(law, path, fp=None) -> None:
+    """The figure of ``sync_time.sync_time_figure``, written atomically."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    hi = fp.max_time if fp is not None else (law.ppf(0.995) if law.lambda1 < 0 else 10.0 / abs(law.lambda1))
-    ts = np.linspace(0.0, hi, 400)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    ax.plot(ts, law.cdf(ts), color="C3", linewidth=2, label="predicted P(tau <= t)")
-    if fp is not None:
-        tt = np.sort(fp.times[fp.reached])
-        ax.step(tt, np.arange(1, tt.size + 1) / fp.n_paths, where="post", color="C0",
-                label=f"two-token runs ({fp.n_paths} paths, step {fp.step:g})")
-    if law.lambda1 > 0:
-        ax.axhline(law.p_reach, color="0.5", linestyle="--", label=f"p_reach = {law.p_reach:.3g}")
-    ax.set_xlabel("time t (depth x step)")
-    ax.set_ylabel("P(|x_1 - x_2| has reached eps by t)")
-    ax.set_title(f"synchronization time: eps0 = {law.eps0:g} -> eps = {law.eps:g}, "
-                 f"lambda_1 = {law.lambda1:.4g}, sigma^2 = {law.sigma2:.4g}", fontsize=9)
-    ax.legend()
-    fig.tight_layout()
+    from ..sync_time import sync_time_figure
+    fig = sync_time_figure(law, fp)
     try:
         write_atomic(path, lambda fh: fig.savefig(fh, dpi=110, format="png"), what="--plot")
     finally:
