@@ -189,10 +189,11 @@ def initial_tokens(params: ModelParams, n_paths: int, seed: int, init=None) -> n
     if x.shape != (n_paths, N, d):
         raise ParameterError("init", f"shape {x.shape}",
                              f"must have shape (N, d) = ({N}, {d}) or (P, N, d) = ({n_paths}, {N}, {d})")
-    scale = np.max(np.abs(x), axis=-1, keepdims=True)   # rescale first: |x| of 1e308 entries overflows
+    scale = np.max(np.abs(x), axis=-1, keepdims=True)
     if not np.all(np.isfinite(x)) or np.any(scale == 0):
         raise ParameterError("init", "<array>", "tokens must be finite and non-zero")
-    x = x / scale
+    # rows whose |x| would overflow (1e308 entries) or underflow are rescaled first; others untouched
+    x = np.where((scale > 1e150) | (scale < 1e-150), x / scale, x)
     return np.ascontiguousarray(x / np.linalg.norm(x, axis=-1, keepdims=True))
 
 
