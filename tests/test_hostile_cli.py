@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from sssn_verify.cli import main
 
@@ -136,3 +137,36 @@ def test_closed_pipe_is_quiet():
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141, err
     assert err == ""
+
+
+def test_ctrl_c_is_one_line_and_130(monkeypatch, capsys):
+    import sssn_verify.regime as regime_mod
+
+    def interrupted(params):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(regime_mod, "regime", interrupted)
+    code, out, err, _ = run(["regime"], capsys)
+    assert code == 130 and err.strip() == "sssn-verify regime: interrupted"
+
+
+_OPTIONS = [["regime", "--activation"], ["derive", "kernel", "--activation"],
+            ["phase-diagram", "--out", "/tmp/never.png", "--activation"],
+            ["simulate", "sde", "--depth", "2", "--out", "/tmp/never.npz", "--activation"],
+            ["check", "kernel", "--candidate"], ["check", "lambda1", "--candidate"]]
+_SOUP = ["u", "rho", "k0", "(", ")", "+", "*", "**", ",", "'", '"', ".", "[0]", "sin", "exp", "Max",
+         "\\137", "\\x5f", "lambda:", "open", "system", "os", "getattr", "__class__", " ", "1e-3"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(_OPTIONS), st.lists(st.sampled_from(_SOUP), max_size=12).map("".join),
+       st.sampled_from([f"__import__('os').system('touch {CANARY}')", f"open('{CANARY}','w')",
+                        "exp('" + "".join("\\%03o" % ord(c) for c in f"open('{CANARY}','w')") + "')"]),
+       st.booleans())
+def test_injection_through_every_expression_option_runs_nothing(option, soup, payload, before):
+    text = payload + soup if before else soup + "+" + payload
+    try:
+        code = main(option + [text])
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 2
+    assert not CANARY.exists()
