@@ -43,6 +43,7 @@ DEFAULT_BASE = dict(d=8, beta=0.0, sigma_w=1.0, sigma_b=0.0, sigma_a=1.0)
 DEFAULT_RESOLUTION = 25
 
 REGION_COLORS = ("#f4cccc", "#cfe2f3", "#fff2cc", "#b6d7a8")
+MARKER_COLORS = ("#cc0000", "#3d85c6", "#bf9000", "#38761d")   # the same hues, dark: Monte Carlo markers
 REGION_LABELS = ("lambda_1 >= 0, lambda_bar >= 0", "lambda_1 < 0 only", "lambda_bar < 0 only",
                  "lambda_1 < 0 and lambda_bar < 0")
 BOTH_NEGATIVE = 3
@@ -184,9 +185,9 @@ def phase_diagram_figure(activation, x: str = "d", y: str = "sigma_b", xs=None, 
     if empirical is None:
         ax.legend(handles=handles, loc="upper left", fontsize=7, framealpha=0.9)
     else:
-        ax.set_title(ax.get_title() + f"\nmarkers: Monte Carlo (Gaussian transformer, {empirical.budget['paths']} "
-                     f"paths, L={empirical.budget['depth']}): lambda_1 by the tangent flow, energy rate "
-                     f"near synchronization vs the edge value", fontsize=8)
+        ax.set_title(ax.get_title() + f"\nmarkers: Monte Carlo, Gaussian transformer, {empirical.budget['paths']} "
+                     f"paths, L={empirical.budget['depth']}\n(lambda_1 by the tangent flow; energy rate near "
+                     f"synchronization, whose limit is the edge value of lambda_bar)", fontsize=8)
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=7, ncol=2)
     if own:
         fig.tight_layout()
@@ -374,23 +375,25 @@ def _checked_base(x: str, y: str, base: dict | None) -> dict:
 
 
 def _overlay_empirical(ax, emp: EmpiricalPhase):
-    """Markers over the derived regions: colour = estimated region (same palette), filled when
-    both signs are decided at the simultaneous level, a grey x when one is undecided, a red
-    square around a cell whose decided sign contradicts the derived one."""
+    """Markers over the derived regions: a dot in the dark hue of the estimated region when both
+    signs are decided at the simultaneous level (a dot on its own background's hue = agreement),
+    a grey x when one is undecided, a red square around a cell whose decided sign contradicts
+    the derived one."""
     from matplotlib.lines import Line2D
     s1, se = emp.signs("lambda1"), emp.signs("energy_rate")
     code = (emp.lambda1 < 0).astype(int) + 2 * (emp.energy_rate < 0).astype(int)
     X, Y = np.meshgrid(emp.xs, emp.ys)
     decided = (s1 != 0) & (se != 0)
     wrong = (s1 * np.sign(emp.derived_lambda1) < 0) | (se * np.sign(emp.derived_edge) < 0)
-    colors = np.array(REGION_COLORS)[code]
-    ax.scatter(X[decided], Y[decided], c=list(colors[decided]), s=30, edgecolors="k", linewidths=0.6, zorder=3)
+    colors = np.array(MARKER_COLORS)[code]
+    ax.scatter(X[decided], Y[decided], c=list(colors[decided]), s=22, edgecolors="w", linewidths=0.5, zorder=3)
     ax.scatter(X[~decided], Y[~decided], marker="x", c="0.35", s=18, linewidths=0.8, zorder=3)
     if wrong.any():
         ax.scatter(X[wrong], Y[wrong], marker="s", facecolors="none", edgecolors="r", s=70, linewidths=1.2,
                    zorder=4)
-    return [Line2D([], [], ls="none", marker="o", mfc="w", mec="k",
-                   label=f"Monte Carlo: both signs decided (fill = estimated region; level {emp.level:g} jointly)"),
+    return [Line2D([], [], ls="none", marker="o", mfc=MARKER_COLORS[BOTH_NEGATIVE], mec="w",
+                   label=f"Monte Carlo: both signs decided (dark hue of the estimated region; level "
+                         f"{emp.level:g} jointly)"),
             Line2D([], [], ls="none", marker="x", color="0.35", label="Monte Carlo: a sign undecided"),
             Line2D([], [], ls="none", marker="s", mfc="none", mec="r",
                    label=f"decided sign contradicts the derived one ({int(wrong.sum())} cells)")]
