@@ -31,7 +31,8 @@ from ..symbolic.dissipation import M0, M1, beta as beta_sym, coercivity as coerc
 from ..symbolic.dissipation import generator_factor
 from ..symbolic.lyapunov import sigma_w as sw_sym
 from ..symbolic.two_point import Krho, d as d_sym, k0 as k0_sym, rho as rho_sym
-from ._util import all_deterministic, combine
+from ..strategies import claim_configs
+from ._util import all_deterministic, combine, configs
 from .base import Claim
 from .dissipation import energy_paths
 
@@ -43,6 +44,8 @@ RHO_GRID = np.concatenate([np.linspace(-1.0, 0.99, 400), 1.0 - np.geomspace(1e-2
 # relu d=4 sb=1: d > 3 but sb/sw below sqrt(2/(d-3)): the edge condition fails, the energy grows
 MC = (("relu", 8, 1.0, 1.5), ("relu", 4, 1.0, 1.0), ("relu", 8, 1.0, 0.0), ("sin:1", 4, 1.0, 0.0),
       ("tanh", 12, 1.0, 1.0))
+# where the characterization is explored: (activation, d, sigma_w, sigma_b, beta), sigma_a = 1
+DOMAIN = claim_configs(activation=ACTIVATIONS, d=(2, 16), sigma_w=(0.2, 2.0), sigma_b=(0.0, 2.0), beta=(0.0, 4.0))
 
 
 @dataclass(frozen=True)
@@ -76,26 +79,27 @@ def predicted(formula: Characterization, act, d, sw, sb, sa, beta) -> tuple[bool
 
 def check(formula: Characterization, budget: dict, seed: int, level: float):
     det = []
-    for act in ACTIVATIONS[: int(budget["n_activations"])]:
-        for sw, sb in SIGMAS[: int(budget["n_sigmas"])]:
-            for d in DIMS:
-                for beta in BETAS:
-                    lb, _ = lambda_bar(act, d, sw, sb, 1.0, beta)
-                    if not math.isfinite(lb) or abs(lb) < 1e-6:
-                        continue
-                    edge, full = predicted(formula, act, d, sw, sb, 1.0, beta)
-                    det.append(deterministic_check(f"{act} d={d} sw={sw} sb={sb} beta={beta}", float(full),
-                                                   float(lb < 0), tol=0.0,
-                                                   method="characterization vs sign of numeric sup",
-                                                   details={"lambda_bar": lb}))
-                    kf = numeric_kernel(act, sw, sb, 1.0)
-                    limit = float(ratio(kf, d, beta, np.array([1e-9]))[0])
-                    if abs(limit) > 1e-4 * (kf.k0 + kf.k1):
-                        det.append(deterministic_check(f"{act} d={d} sw={sw} sb={sb} beta={beta}: edge",
-                                                       float(edge), float(limit < 0), tol=0.0,
-                                                       method="moment condition vs sign of L2 f/f at rho -> 1"))
+    grid = [(act, d, sw, sb, beta) for act in ACTIVATIONS[: int(budget["n_activations"])]
+            for sw, sb in SIGMAS[: int(budget["n_sigmas"])] for d in DIMS for beta in BETAS]
+    for act, d, sw, sb, beta in configs(budget, grid):
+        lb, _ = lambda_bar(act, d, sw, sb, 1.0, beta)
+        if not math.isfinite(lb) or abs(lb) < 1e-6:
+            continue
+        edge, full = predicted(formula, act, d, sw, sb, 1.0, beta)
+        det.append(deterministic_check(f"{act} d={d} sw={sw} sb={sb} beta={beta}", float(full),
+                                       float(lb < 0), tol=0.0,
+                                       method="characterization vs sign of numeric sup",
+                                       details={"lambda_bar": lb}))
+        kf = numeric_kernel(act, sw, sb, 1.0)
+        limit = float(ratio(kf, d, beta, np.array([1e-9]))[0])
+        if abs(limit) > 1e-4 * (kf.k0 + kf.k1):
+            det.append(deterministic_check(f"{act} d={d} sw={sw} sb={sb} beta={beta}: edge",
+                                           float(edge), float(limit < 0), tol=0.0,
+                                           method="moment condition vs sign of L2 f/f at rho -> 1"))
     checks = [all_deterministic("moment characterization vs sign of lambda_bar (numeric sup)", det,
-                                method="deterministic (kernel numerics)")]
+                                method="deterministic (kernel numerics)")] if det else []
+    if "configs" in budget:     # an explored point: the characterization there (the MC runs at anchors)
+        return checks
     parts = []
     for i, (act, d, sw, sb) in enumerate(MC[: int(budget["n_mc"])]):
         edge, _ = predicted(formula, act, d, sw, sb, 1.0, 0.0)
@@ -129,4 +133,6 @@ CLAIM = Claim(
              "full": {"n_activations": len(ACTIVATIONS), "n_sigmas": len(SIGMAS), "n_mc": len(MC),
                       "depth": 128, "paths": 20000}},
     derived_text=lambda: sp.sstr(coercivity_derivation().extras["edge_condition_moments"]) + " and N(rho) > 0",
+    domain=DOMAIN, anchors=tuple((a, d, sw, sb, b) for a in ACTIVATIONS for sw, sb in SIGMAS for d in DIMS
+                                 for b in BETAS),
 )

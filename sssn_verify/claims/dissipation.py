@@ -30,7 +30,8 @@ from ..params import ModelParams
 from ..stats import agreement_test, deterministic_check
 from ..symbolic.dissipation import edge_rate
 from ..symbolic.two_point import d as d_sym, k0 as k0_sym, k1 as k1_sym
-from ._util import all_deterministic, combine
+from ..strategies import claim_configs
+from ._util import all_deterministic, combine, configs
 from .base import Claim
 
 # (model, activation, d, sigma_w, sigma_b, sigma_a, beta, attention V); the first is sharp
@@ -43,6 +44,9 @@ CONFIGS = (
 EDGE_CASES = (("relu", 6, 1.0, 1.5, 1.0), ("tanh", 5, 1.2, 0.3, 1.0), ("gelu", 8, 1.0, 1.0, 1.0),
               ("sin:3", 4, 1.0, 0.0, 1.0), ("erf", 7, 0.8, 0.5, 1.0))
 TIMES = (0.25, 0.5, 0.75, 1.0)
+# where it is explored: Gaussian transformer, V = v I with v in [0, 1] (energy-lowering: C_att = 0)
+DOMAIN = claim_configs(model=("gaussian",), activation=("relu", "tanh", "gelu", "erf"), d=(2, 10),
+                       sigma_w=(0.5, 1.5), sigma_b=(0.0, 1.5), sigma_a=(0.5, 1.5), beta=(0.0, 3.0), V=(0.0, 1.0))
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ def energy_paths(model, act, d, sw, sb, sa, beta, V, budget, seed):
 def check(formula: DissipationFormula, budget: dict, seed: int, level: float):
     checks, parts = [], []
     figure = None
-    for i, (model, act, d, sw, sb, sa, beta, V) in enumerate(CONFIGS[: int(budget["n_configs"])]):
+    for i, (model, act, d, sw, sb, sa, beta, V) in enumerate(configs(budget, CONFIGS)):
         p, times, E = energy_paths(model, act, d, sw, sb, sa, beta, V, budget, seed + 7 * i)
         lam = formula.lambda_bar(act, d, sw, sb, sa, beta)
         ca = formula.c_att(beta, p.Q, p.K, p.V)
@@ -113,7 +117,8 @@ def check(formula: DissipationFormula, budget: dict, seed: int, level: float):
                           parts, level, method=f"one-sided z-tests, Bonferroni over {len(parts)}",
                           details={"figure": figure}))
     det = []
-    for act, d, sw, sb, sa in EDGE_CASES[: int(budget["n_edge"])]:
+    edges = [c[1:6] for c in budget["configs"]] if "configs" in budget else EDGE_CASES[: int(budget["n_edge"])]
+    for act, d, sw, sb, sa in edges:
         kf = numeric_kernel(act, sw, sb, sa)
         edge = formula.edge(d, kf.k0, kf.k1)
         limit = float(ratio(kf, d, 1.0, np.array([1e-9]))[0])
@@ -146,4 +151,5 @@ CLAIM = Claim(
              "full": {"n_configs": len(CONFIGS), "n_edge": len(EDGE_CASES), "tokens": 8, "spread": 0.05,
                       "depth": 128, "paths": 20000, "width": 128, "c_bias": 2.0}},
     derived_text=lambda: f"lambda_edge = {sp.sstr(edge_rate())}; lambda_bar = sup_rho L2 f/f (numeric)",
+    domain=DOMAIN, anchors=CONFIGS,
 )

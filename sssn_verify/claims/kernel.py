@@ -22,13 +22,17 @@ from ..numeric.kernels import kernel as numeric_kernel
 from ..numeric.rng import generator
 from ..stats import agreement_test, deterministic_check
 from ..symbolic.kernel import closed_form_kernel, kernel_constants_symbolic, rho, sigma_a, sigma_b, sigma_w
-from ._util import all_deterministic, combine
+from ..strategies import claim_configs
+from ._util import all_deterministic, combine, configs
 from .base import Claim
 
 CLOSED = ("relu", "leaky_relu:0.1", "heaviside", "sin:3", "identity")
 QUADRATURE = ("tanh", "gelu")
 PARAMS = ((1.0, 0.5, 1.2), (0.7, 0.0, 1.0))          # (sigma_w, sigma_b, sigma_a)
 RHOS = (-0.9, -0.3, 0.3, 0.8, 0.99)
+# where it is explored: (activation, sigma_w, sigma_b, sigma_a), closed forms and quadrature
+DOMAIN = claim_configs(activation=CLOSED + ("erf", "leaky_relu:0.3", "abs", "cos:2") + QUADRATURE,
+                       sigma_w=(0.1, 2.0), sigma_b=(0.0, 2.0), sigma_a=(0.1, 2.0))
 
 
 @dataclass(frozen=True)
@@ -85,12 +89,14 @@ def _mc_point(act, r, sw, sb, sa, n, rng):
 def check(formula: KernelFormula, budget: dict, seed: int, level: float):
     n = int(budget["samples"])
     names = tuple(budget.get("activations", CLOSED + QUADRATURE))
+    points = configs(budget, [(name, *p) for name in names for p in PARAMS])
+    names = tuple(dict.fromkeys(c[0] for c in points))
     rng = generator(seed, stream=11)
     checks, jumps = [], []
     for name in names:
         act = get_activation(name)
         parts = []
-        for sw, sb, sa in PARAMS:
+        for sw, sb, sa in [c[1:] for c in points if c[0] == name]:
             for r in RHOS:
                 prod, U = _mc_point(act, r, sw, sb, sa, n, rng)
                 parts.append(agreement_test(
@@ -113,15 +119,17 @@ def check(formula: KernelFormula, budget: dict, seed: int, level: float):
     # deterministic: the closed forms against the quadrature of numeric.kernels (where it is not the
     # closed form itself); tolerance = the quadrature's stated error bound (at least 1e-8)
     det = list(jumps)
-    for name in budget.get("quadrature_check", names):
+    quad = points if "configs" in budget else [
+        (name, *p) for name in budget.get("quadrature_check", names)
+        for p in PARAMS[: int(budget.get("quadrature_params", len(PARAMS)))]]
+    for name, sw, sb, sa in quad:
         if formula.source(name) != "closed form":
             continue
-        for sw, sb, sa in PARAMS[: int(budget.get("quadrature_params", len(PARAMS)))]:
-            nk = numeric_kernel(name, sw, sb, sa, force_quadrature=True)
-            tol = max(1e-8, 10 * float(nk.error_bound))
-            for r in RHOS:
-                det.append(deterministic_check(f"{name} K({r})", formula.K(name, r, sw, sb, sa),
-                                               float(nk.value(np.array([r]))[0]), tol=tol, error=float(nk.error_bound)))
+        nk = numeric_kernel(name, sw, sb, sa, force_quadrature=True)
+        tol = max(1e-8, 10 * float(nk.error_bound))
+        for r in RHOS:
+            det.append(deterministic_check(f"{name} K({r})", formula.K(name, r, sw, sb, sa),
+                                           float(nk.value(np.array([r]))[0]), tol=tol, error=float(nk.error_bound)))
     if det:
         checks.append(all_deterministic("closed forms vs quadrature; k1 = inf for jumps", det,
                                         method="quadrature"))
@@ -149,4 +157,5 @@ CLAIM = Claim(
                        "quadrature_check": ("relu", "sin:3"), "quadrature_params": 1},
              "full": {"samples": 1_000_000, "activations": CLOSED + ("erf",) + QUADRATURE}},
     derived_text=_derived_text,
+    domain=DOMAIN, anchors=tuple((name, *p) for name in CLOSED + QUADRATURE for p in PARAMS),
 )

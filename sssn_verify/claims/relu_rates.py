@@ -29,7 +29,8 @@ from ..params import ModelParams
 from ..stats import agreement_test, deterministic_check
 from ..symbolic.dissipation import relu_edge_rate, relu_region, t_ratio
 from ..symbolic.lyapunov import lambda1_relu
-from ._util import all_deterministic, combine
+from ..strategies import claim_configs
+from ._util import all_deterministic, combine, configs
 from .base import Claim
 from .dissipation import energy_paths
 from .lyapunov import derived_formula as lambda1_general
@@ -40,6 +41,8 @@ SIGN_D = tuple(range(2, 13))
 SIGN_T = (0.0, 0.45, 0.75, 0.9, 1.2, 1.6, 2.5)     # sigma_b / sigma_w, away from the thresholds
 MC_LAMBDA1 = ((10, 1.0, 1.0, 0.5), (2, 1.0, 0.5, 1.0))   # moderate k0 d: small time-step bias
 MC_EDGE = ((3, 1.0, 0.0, 1.0), (8, 1.0, 1.5, 1.0))
+# where the explicit formulas and the sign pattern are explored: (d, sigma_w, sigma_b, sigma_a)
+DOMAIN = claim_configs(d=(2, 40), sigma_w=(0.05, 3.0), sigma_b=(0.0, 3.0), sigma_a=(0.05, 3.0))
 
 
 @dataclass(frozen=True)
@@ -75,28 +78,36 @@ def check(formula: ReluRates, budget: dict, seed: int, level: float):
     from .dissipation import _edge_fn
     checks = []
     det = []
-    for sw, sb, sa in GRID_SIGMAS:
+    explored = configs(budget, ())            # (d, sigma_w, sigma_b, sigma_a) drawn from DOMAIN
+    grid = explored or [(d, sw, sb, sa) for sw, sb, sa in GRID_SIGMAS for d in GRID_D]
+    for d, sw, sb, sa in grid:
         k0, k1 = _k(sw, sb, sa)
-        for d in GRID_D:
-            tol = 1e-8 * (k0 + k1)
-            det.append(deterministic_check(f"lambda_1 d={d} ({sw},{sb},{sa})", formula.lambda1(d, sw, sb, sa),
-                                           lambda1_general()(d, k0, k1), tol=tol))
-            det.append(deterministic_check(f"lambda_edge d={d} ({sw},{sb},{sa})", formula.edge(d, sw, sb, sa),
-                                           _edge_fn()(d, k0, k1), tol=tol))
+        tol = 1e-8 * (k0 + k1)
+        det.append(deterministic_check(f"lambda_1 d={d} ({sw},{sb},{sa})", formula.lambda1(d, sw, sb, sa),
+                                       lambda1_general()(d, k0, k1), tol=tol))
+        det.append(deterministic_check(f"lambda_edge d={d} ({sw},{sb},{sa})", formula.edge(d, sw, sb, sa),
+                                       _edge_fn()(d, k0, k1), tol=tol))
     checks.append(all_deterministic("explicit ReLU lambda_1, lambda_edge vs general formulas with quadrature k0, k1",
                                     det, method="quadrature"))
     sign = []
-    for t in SIGN_T[: int(budget["n_t"])]:
+    # explored points: the sign at sb/sw (sw = sa = 1 scales out), unless within 1e-9 of the threshold
+    sign_points = [(sb / sw, d) for d, sw, sb, _ in explored] or [
+        (t, d) for t in SIGN_T[: int(budget["n_t"])] for d in SIGN_D]
+    for t, d in sign_points:
         k0, k1 = _k(1.0, t, 1.0)
-        for d in SIGN_D:
-            negative = _edge_fn()(d, k0, k1) < 0
-            sign.append(deterministic_check(f"d={d} sb/sw={t}: lambda_edge < 0", float(formula.region(d, t)),
-                                            float(negative), tol=0.0, method="sign of quadrature edge value"))
-            sign.append(deterministic_check(f"d={d} sb/sw={t}: lambda_1 < 0", float(formula.lambda1(d, 1.0, t, 1.0) < 0),
-                                            float(lambda1_general()(d, k0, k1) < 0), tol=0.0,
-                                            method="sign of quadrature lambda_1"))
-    checks.append(all_deterministic("sign pattern: lambda_1 < 0 always; lambda_edge < 0 iff d > 3 and "
-                                    "sb/sw > sqrt(2/(d-3))", sign, method="exact signs"))
+        if explored and abs(_edge_fn()(d, k0, k1)) < 1e-9 * (k0 + k1):
+            continue
+        negative = _edge_fn()(d, k0, k1) < 0
+        sign.append(deterministic_check(f"d={d} sb/sw={t}: lambda_edge < 0", float(formula.region(d, t)),
+                                        float(negative), tol=0.0, method="sign of quadrature edge value"))
+        sign.append(deterministic_check(f"d={d} sb/sw={t}: lambda_1 < 0", float(formula.lambda1(d, 1.0, t, 1.0) < 0),
+                                        float(lambda1_general()(d, k0, k1) < 0), tol=0.0,
+                                        method="sign of quadrature lambda_1"))
+    if sign:
+        checks.append(all_deterministic("sign pattern: lambda_1 < 0 always; lambda_edge < 0 iff d > 3 and "
+                                        "sb/sw > sqrt(2/(d-3))", sign, method="exact signs"))
+    if explored:            # the Monte Carlo part runs at its anchors only
+        return checks
     parts = []
     for i, (d, sw, sb, sa) in enumerate(MC_LAMBDA1):
         p = ModelParams(d=d, activation="relu", sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=1)
@@ -141,4 +152,5 @@ CLAIM = Claim(
              "full": {"n_t": len(SIGN_T), "depth": 200, "paths": 200_000, "paths_energy": 40_000}},
     derived_text=lambda: f"lambda_1 = {sp.sstr(lambda1_relu())}; lambda_edge = {sp.sstr(relu_edge_rate())}; "
                          f"region: d > 3 and sb/sw > {sp.sstr(relu_region()[3])}",
+    domain=DOMAIN, anchors=tuple((d, sw, sb, sa) for sw, sb, sa in GRID_SIGMAS for d in GRID_D),
 )

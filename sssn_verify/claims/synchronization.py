@@ -12,6 +12,8 @@ within a time-step allowance (two-sided z-test); (b) the rate has the sign of la
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import sympy as sp
 
@@ -20,9 +22,10 @@ from ..numeric.kernels import kernel as numeric_kernel
 from ..params import ModelParams
 from ..stats import agreement_test, mean_ci
 from ..symbolic.lyapunov import lambda1_relu, lambda1_tangent
+from ..strategies import claim_configs
 from .base import Claim
 from .lyapunov import derived_formula
-from ._util import combine, estimates_figure
+from ._util import combine, configs, estimates_figure
 
 CONFIGS = (  # (model, activation, d, sigma_w, sigma_b, sigma_a)
     ("transformer", "relu", 3, 1.0, 0.0, 1.0),
@@ -33,9 +36,26 @@ CONFIGS = (  # (model, activation, d, sigma_w, sigma_b, sigma_a)
 EPS = 1e-6
 
 
+def _clear_sign(config) -> bool:
+    """|lambda_1| >= 0.1 (k0 + k1): the sign sub-test has no allowance, so explored points keep
+    away from lambda_1 = 0 (where the sign is not decidable at any budget)."""
+    _, act, d, sw, sb, sa = config
+    kf = numeric_kernel(act, sw, sb, sa)
+    return abs(derived_formula()(d, kf.k0, kf.k1)) >= 0.1 * (kf.k0 + kf.k1)
+
+
+# where it is explored: the Gaussian transformer, moderate noise (as for the lyapunov claim)
+DOMAIN = claim_configs(model=("gaussian",), activation=("relu", "tanh", "sin:3"), d=(2, 6),
+                       sigma_w=(0.5, 1.25), sigma_b=(0.0, 1.0), sigma_a=(0.5, 1.25)).filter(_clear_sign)
+DOMAIN.fields = ("model", "activation", "d", "sigma_w", "sigma_b", "sigma_a")
+
+
 def separation_rates(model, act, d, sw, sb, sa, budget, seed):
     """Per-path log-separation rates of two tokens started EPS apart (noise only)."""
     T = float(budget["horizon"])
+    # the depth follows the noise per layer, as in the lyapunov claim (O(T/L) time-step bias)
+    kf = numeric_kernel(act, sw, sb, sa)
+    depth = max(int(budget["depth"]), math.ceil(T * (kf.k0 + kf.k1) / budget.get("step_noise", math.inf)))
     p = ModelParams(d=d, n_tokens=2, horizon=T, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0)
     x0 = np.zeros((2, d))
     x0[0, 0] = 1.0
@@ -45,11 +65,11 @@ def separation_rates(model, act, d, sw, sb, sa, budget, seed):
     if model == "transformer":
         # literal weights: the exact-in-law sampler factors the near-singular covariance of two
         # tokens 1e-6 apart with a jitter policy, which distorts their separation
-        res = simulate_transformer(p, depth=int(budget["depth"]), width=int(budget["width"]),
+        res = simulate_transformer(p, depth=depth, width=int(budget["width"]),
                                    n_paths=int(budget["paths"]), seed=seed, init=x0, mode="literal",
                                    progress=False)
     else:
-        res = simulate_gaussian(p, depth=int(budget["depth"]), n_paths=int(budget["paths"]), seed=seed,
+        res = simulate_gaussian(p, depth=depth, n_paths=int(budget["paths"]), seed=seed,
                                 init=x0, progress=False)
     dist = np.linalg.norm(res.tokens[:, 0] - res.tokens[:, 1], axis=1)
     return np.log(dist / dist0) / T
@@ -57,7 +77,7 @@ def separation_rates(model, act, d, sw, sb, sa, budget, seed):
 
 def check(formula, budget: dict, seed: int, level: float):
     parts, labels, est, se, exp = [], [], [], [], []
-    for i, (model, act, d, sw, sb, sa) in enumerate(CONFIGS[: int(budget["n_configs"])]):
+    for i, (model, act, d, sw, sb, sa) in enumerate(configs(budget, CONFIGS)):
         kf = numeric_kernel(act, sw, sb, sa)
         lam = formula(d, kf.k0, kf.k1)
         rates = separation_rates(model, act, d, sw, sb, sa, budget, seed + 104729 * i)
@@ -91,9 +111,10 @@ CLAIM = Claim(
     statistic="mean over paths of log(|x1-x2|_T / |x1-x2|_0)/T, tokens started 1e-6 apart",
     level=0.999,
     tolerance="rate: |E - lambda_1| <= 0.04 |lambda_1| + 0.005 (k0 + k1) (full: 0.05, 0.003); sign: exact (one-sided)",
-    budgets={"quick": {"n_configs": 3, "paths": 8_000, "depth": 100, "width": 64, "horizon": 1.0,
+    budgets={"quick": {"n_configs": 3, "paths": 8_000, "depth": 100, "width": 64, "horizon": 1.0, "step_noise": 0.01,
                        "rel_tol": 0.04, "abs_tol": 0.005},
-             "full": {"n_configs": len(CONFIGS), "paths": 100_000, "depth": 200, "width": 128,
+             "full": {"n_configs": len(CONFIGS), "paths": 100_000, "depth": 200, "width": 128, "step_noise": 0.02,
                       "horizon": 2.0, "rel_tol": 0.05, "abs_tol": 0.003}},
     derived_text=lambda: f"lambda_1 = {sp.sstr(lambda1_tangent())}; ReLU: lambda_1 = {sp.sstr(lambda1_relu())}",
+    domain=DOMAIN, anchors=CONFIGS,
 )

@@ -23,7 +23,8 @@ from ..numeric.kernels import kernel as numeric_kernel
 from ..numeric.rng import generator
 from ..stats import agreement_test
 from ..symbolic.two_point import Krho, d as d_sym, k0 as k0_sym, rho as rho_sym, two_point_coefficients
-from ._util import combine, estimates_figure
+from ..strategies import claim_configs
+from ._util import combine, configs, estimates_figure
 from .base import Claim
 
 CONFIGS = (  # (activation, d, sigma_w, sigma_b, sigma_a)
@@ -32,6 +33,9 @@ CONFIGS = (  # (activation, d, sigma_w, sigma_b, sigma_a)
     ("tanh", 4, 1.2, 0.3, 1.0),
 )
 RHOS = (-0.5, 0.3, 0.9)
+# where it is explored (the step adapts to the noise, so the O(delta^2) remainder stays inside 0.01 k0)
+DOMAIN = claim_configs(activation=("relu", "tanh", "gelu", "erf", "sin:3", "leaky_relu:0.1"), d=(2, 10),
+                       sigma_w=(0.3, 1.5), sigma_b=(0.0, 1.5), sigma_a=(0.3, 1.5))
 
 
 @dataclass(frozen=True)
@@ -84,12 +88,14 @@ def check(formula: TwoPointFormula, budget: dict, seed: int, level: float):
     n, delta = int(budget["samples"]), float(budget["delta"])
     checks = []
     labels, est, se, exp = [], [], [], []
-    for act, d, sw, sb, sa in CONFIGS:
+    for act, d, sw, sb, sa in configs(budget, CONFIGS):
         kf = numeric_kernel(act, sw, sb, sa)
         parts = []
         for r in RHOS:
             K = float(np.asarray(kf.value(np.array([r]))).ravel()[0])
-            mb, sbe, ma, sae = one_step_moments(d, r, kf.k0, K, delta, n, rng)
+            # the O(delta^2) remainder grows with the noise per step k0 d delta: keep that small
+            h = min(delta, float(budget.get("noise_per_step", 1.0)) / (kf.k0 * d))
+            mb, sbe, ma, sae = one_step_moments(d, r, kf.k0, K, h, n, rng)
             b_exp, a_exp = formula.b(d, r, kf.k0, K), formula.a(d, r, kf.k0, K)
             tol = float(budget["abs_tol"]) * kf.k0
             parts.append(agreement_test(f"b({r})", mb, sbe, b_exp, level=level, n=n, seed=seed, abs_tol=tol))
@@ -120,7 +126,8 @@ CLAIM = Claim(
     statistic="one-step moments E[drho]/delta (control variate) and E[drho^2]/delta, Richardson in delta",
     level=0.999,
     tolerance="|E - formula| <= 0.01 k0 (O(delta^2) remainder after Richardson)",
-    budgets={"quick": {"samples": 100_000, "delta": 0.002, "abs_tol": 0.01},
-             "full": {"samples": 2_000_000, "delta": 0.001, "abs_tol": 0.005}},
+    budgets={"quick": {"samples": 100_000, "delta": 0.002, "abs_tol": 0.01, "noise_per_step": 0.01},
+             "full": {"samples": 2_000_000, "delta": 0.001, "abs_tol": 0.005, "noise_per_step": 0.005}},
     derived_text=_derived_text,
+    domain=DOMAIN, anchors=CONFIGS,
 )
