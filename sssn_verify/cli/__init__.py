@@ -15,6 +15,7 @@ import importlib
 import os
 import pkgutil
 import sys
+import warnings
 
 from ..errors import SSSNError
 
@@ -74,12 +75,20 @@ def main(argv: list[str] | None = None) -> int:
     """Run one sub-command.  Exit codes: 0 success (or a passing check), 1 a failed
     verification/rejected candidate, 2 bad input (one line on stderr), 3 an internal
     error (one line, traceback saved to a file), 130 interrupted."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()          # imports every sub-command (numpy, sympy): seconds
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        print("sssn-verify: interrupted", file=sys.stderr)
+        return 130
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     name = f"sssn-verify {args.command}"
+    if not os.environ.get("SSSN_VERIFY_DEBUG"):
+        # numpy's overflow/invalid warnings are not messages for users: every result is
+        # checked for finiteness and reported as an error or "undetermined" instead
+        warnings.simplefilter("ignore", RuntimeWarning)
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()
