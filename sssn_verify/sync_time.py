@@ -251,13 +251,14 @@ def first_passage_times(params: ModelParams, eps0: float, eps: float, *, model: 
     (``model`` "gaussian": the Gaussian transformer with layers of step ``step``; "sde":
     projected Euler); the first time their distance falls to eps.
 
-    Runs in segments of ``segment`` layers; paths that have passed are not simulated further.
+    Runs in segments of at most ``segment`` layers (fewer when the stored trajectories of the
+    paths still running would exceed ~64 MB); paths that have passed are not simulated further.
     Between two layers the log-distance is monitored as a Brownian bridge (the standard
     continuity correction: a crossing inside the step with both ends above log eps has
     probability ``exp(-2 (y_0 - b)(y_1 - b) / (sigma2_hat step))``), so the discrete
-    monitoring bias is O(step) instead of O(sqrt(step)); sigma2_hat is estimated from the
-    simulated increments themselves.  Crossing times inside a step: linear interpolation
-    (grid crossing) or the step's midpoint (bridge crossing).
+    monitoring bias is O(step) instead of O(sqrt(step)); sigma2_hat is the pooled variance of
+    the simulated increments so far (never the derived value).  Crossing times inside a step:
+    linear interpolation (grid crossing) or the step's midpoint (bridge crossing).
     """
     from . import engine
     from .numeric import rng as _rng
@@ -273,58 +274,45 @@ def first_passage_times(params: ModelParams, eps0: float, eps: float, *, model: 
     sim = {"gaussian": engine.simulate_gaussian, "sde": engine.simulate_sde}.get(model)
     if sim is None:
         raise ParameterError("model", model, "must be 'gaussian' or 'sde'")
-    total = int(math.ceil(max_time / step))
+    total = int(math.ceil(max_time / step - 1e-9))
     b = math.log(eps)
     X = np.broadcast_to(two_tokens(params.d, eps0), (P, 2, params.d)).copy()
     alive = np.arange(P)
     times = np.full(P, np.inf)
-    incs_sum, incs_sq, incs_n = 0.0, 0.0, 0
-    logs, uniforms = [], _rng.generator(seed, 7)
-    bridges = uniforms.random((P, total))           # one uniform per path and step, fixed by the seed
-    done = 0
-    k = 0
+    inc_sum, inc_sq, inc_n = 0.0, 0.0, 0
+    done, k = 0, 0
     while done < total and alive.size:
-        n = min(segment, total - done)
+        cap = max(1, int(64e6 / (alive.size * 2 * params.d * 8)) - 1)
+        n = min(segment, total - done, cap)
         p = params.with_(n_tokens=2, V=0.0, horizon=n * step)
         res = sim(p, n, n_paths=alive.size, seed=seed * 1_000_003 + k, init=X[alive], store_every=1,
                   progress=progress)
         traj = res.trajectory
         y = np.log(np.linalg.norm(traj[:, :, 0] - traj[:, :, 1], axis=-1))      # (A, n+1)
+        del traj
         dy = np.diff(y, axis=1)
-        incs_sum += float(dy.sum())
-        incs_sq += float((dy ** 2).sum())
-        incs_n += dy.size
-        logs.append((alive, y, done))
-        X[alive] = res.tokens
+        inc_sum += float(dy.sum())
+        inc_sq += float((dy ** 2).sum())
+        inc_n += dy.size
+        s2 = (inc_sq / inc_n - (inc_sum / inc_n) ** 2) / step
         y0, y1 = y[:, :-1], y[:, 1:]
-        below = y1 <= b
-        # the bridge probabilities need sigma2_hat: finish them after the run; here only grid crossings
-        first = np.where(below.any(axis=1), below.argmax(axis=1), n)
-        keep = first == n
-        alive = alive[keep]
+        with np.errstate(over="ignore", divide="ignore"):
+            pb = np.where((y0 > b) & (y1 > b), np.exp(-2.0 * (y0 - b) * (y1 - b) / (s2 * step)), 1.0)
+        u = _rng.generator(seed, 1000 + k).random(y1.shape)
+        hit = (y1 <= b) | (u < pb)
+        has = hit.any(axis=1)
+        rows = np.nonzero(has)[0]
+        j = hit[rows].argmax(axis=1)
+        ya, yb = y0[rows, j], y1[rows, j]
+        grid = yb <= b
+        frac = np.where(grid, (ya - b) / np.where(grid, ya - yb, 1.0), 0.5)
+        times[alive[rows]] = (done + j + frac) * step
+        X[alive] = res.tokens
+        alive = alive[~has]
         done += n
         k += 1
-    mean_inc = incs_sum / incs_n
-    s2 = (incs_sq / incs_n - mean_inc ** 2) / step
-    for idx, y, start in logs:
-        y0, y1 = y[:, :-1], y[:, 1:]
-        n = y1.shape[1]
-        with np.errstate(over="ignore"):
-            pb = np.where((y0 > b) & (y1 > b), np.exp(-2.0 * (y0 - b) * (y1 - b) / (s2 * step)), 1.0)
-        hit = (y1 <= b) | (bridges[idx, start:start + n] < pb)
-        has = hit.any(axis=1)
-        j = hit.argmax(axis=1)
-        for r in np.nonzero(has)[0]:
-            p_ = idx[r]
-            if np.isfinite(times[p_]):
-                continue
-            jj = j[r]
-            if y1[r, jj] <= b:
-                frac = (y0[r, jj] - b) / (y0[r, jj] - y1[r, jj])
-            else:
-                frac = 0.5
-            times[p_] = (start + jj + frac) * step
-    return FirstPassage(model, params, eps0, eps, step, total * step, P, seed, times, float(s2))
+    return FirstPassage(model, params, eps0, eps, step, total * step, P, seed, times,
+                        float(s2) if inc_n else math.nan)
 
 
 __all__ += ["FirstPassage", "first_passage_times", "two_tokens"]

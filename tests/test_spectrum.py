@@ -183,3 +183,21 @@ def test_api_bad_input():
         sync_time_law(p, 1e-3, 2e-3)
     with pytest.raises(ParameterError):
         SyncTimeLaw(-1.0, 1.0, 1e-3, 1e-4).time_for_alpha(0.0)
+
+
+def test_sync_time_cli_simulate(capsys):
+    assert main(["sync-time", "--d", "9", "--sigma-w", "0.5", "--sigma-b", "1", "--eps0", "1e-4", "--eps", "5e-6",
+                 "--simulate", "--paths", "400", "--step", "0.01", "--json"]) == 0
+    sim = json.loads(capsys.readouterr().out)["simulation"]
+    assert sim["n_paths"] == 400 and sim["reached"] > 0.98 and sim["ks_pvalue"] > 1e-3
+
+
+def test_first_passage_is_deterministic():
+    from sssn_verify.sync_time import first_passage_times
+    p = ModelParams(d=4, activation="relu", sigma_w=1.0, sigma_b=1.0)
+    a = first_passage_times(p, 1e-4, 1e-5, step=0.01, max_time=3.0, n_paths=50, seed=4)
+    b = first_passage_times(p, 1e-4, 1e-5, step=0.01, max_time=3.0, n_paths=50, seed=4)
+    law = sync_time_law(p, 1e-4, 1e-5)
+    assert np.array_equal(a.times, b.times) and abs(a.reached.mean() - float(law.cdf(3.0))) < 0.2
+    with pytest.raises(ParameterError):
+        first_passage_times(p, 1e-4, 1e-3)

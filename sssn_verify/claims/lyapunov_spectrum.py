@@ -241,7 +241,7 @@ CLAIM = Claim(
     level=0.999,
     tolerance="|E - lambda_i| <= 0.003 |lambda_i| + 0.002 (k0 + k1) (O(h^2) remainder); chi-square: none",
     budgets={"quick": {"n_configs": 2, "paths": 16_000, "step_factor": 1, "rel_tol": 0.003, "abs_tol": 0.002},
-             "full": {"n_configs": len(CONFIGS), "paths": 100_000, "step_factor": 2, "rel_tol": 0.002,
+             "full": {"n_configs": len(CONFIGS), "paths": 50_000, "step_factor": 2, "rel_tol": 0.002,
                       "abs_tol": 0.001}},
     derived_text=lambda: f"lambda_i = {sp.sstr(spectrum())}",
 )

@@ -73,8 +73,9 @@ def run(args: argparse.Namespace) -> int:
         paths = check_int("paths", args.paths, 2)
         T = _simulation_horizon(law, args.horizon)
         steps = T / check_real("step", args.step, 0.0, strict=True)
-        if steps > 1e6:
-            raise ParameterError("horizon", T, f"needs {steps:.3g} layers of step {args.step}: at most 1e6")
+        if steps * paths > 2e8:
+            raise ParameterError("horizon", T, f"needs {steps:.3g} layers of step {args.step} for {paths} paths: "
+                                               "at most 2e8 path-layers (lower --horizon or --paths, raise --step)")
         fp = first_passage_times(params, law.eps0, law.eps, step=args.step, max_time=T, n_paths=paths,
                                  seed=check_int("seed", args.seed, 0), progress=False)
         ks_d, ks_p = censored_ks(fp, law)
