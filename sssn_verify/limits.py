@@ -72,7 +72,8 @@ def simulation_bytes(n_paths: int, n_tokens: int, d: int, depth: int, width: int
     threads = threads or os.cpu_count() or 1
     stored = (depth // store_every + 1) * n_tokens * d if store_every > 0 else 0
     per_path = 8.0 * (4 * n_tokens * d + (depth + 1) * (1 + n_betas) + 2 * d * d + stored)
-    per_thread = 8.0 * ((width or 0) * (d + 2) * 2 + 4 * n_tokens * (d + n_tokens))
+    # finite width: Z, Xi (N x m), W (d x m), b (m), A (m x d) per running path
+    per_thread = 8.0 * ((width or 0) * (2 * n_tokens + 2 * d + 1) + 4 * n_tokens * (d + n_tokens))
     return n_paths * per_path + threads * per_thread
 
 
