@@ -183,7 +183,8 @@ class _Walker:
         v = n.value
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             kind = "string" if isinstance(v, (str, bytes)) else type(v).__name__
-            raise self.fail(f"{kind} literal {v!r:.40} is not allowed (numbers only)")
+            shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:36] + "..."
+            raise self.fail(f"{kind} literal {shown} is not allowed (numbers only)")
         if isinstance(v, float) and not math.isfinite(v):
             raise self.fail("number literal is not finite")
         if isinstance(v, int) and v.bit_length() > MAX_INT_DIGITS * 3.33:
