@@ -539,6 +539,7 @@ def _summary_figure(plt, np, suite):
     labels = [_text(_short(f"{r['claim']}: {r['check']}", 70)) + ("" if r["scale"] in (None, "s.e.")
                                                                    else f" [per {r['scale']}]") for r in rows]
     ax.set_yticks(np.arange(n)[::-1], labels, fontsize=fs)
+    ax.set_ylabel("check (claim: check name)", fontsize=8)
     ax.set_ylim(-0.8, n - 0.2)
     ax.set_xlim(-lim - 0.5, lim + 0.5)
     ax.set_xlabel(r"standardized deviation $(\hat\theta - \theta_{\mathrm{derived}})\,/\,\mathrm{s.e.}$"
