@@ -399,7 +399,7 @@ SAMPLE_KEYS = ("paths", "paths_transformer", "paths_energy", "samples", "general
 #: the confirmation stage runs with this many times the samples of the screening
 SAMPLE_FACTOR = 4
 #: examples explored per claim when ``verify`` is not given ``--explore``
-DEFAULT_EXPLORE = {"quick": 2, "full": 20}
+DEFAULT_EXPLORE = {"quick": 2, "full": 10}
 
 
 def _example_seed(seed: int, name: str, config: tuple, stage: str) -> int:

@@ -37,7 +37,7 @@ def register(sub) -> None:
     add_cli_options(p)
     p.add_argument("--explore", type=int, metavar="N", default=None,
                    help="per claim with a declared domain, N parameter sets drawn by hypothesis (screened, "
-                        "failures confirmed with a fresh seed, then shrunk); default 2 (--quick), 20 (--full)")
+                        "failures confirmed with a fresh seed, then shrunk); default 2 (--quick), 10 (--full)")
     p.set_defaults(func=run)
 
 
