@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import numpy as np
 import sympy as sp
 
-from .errors import ExpressionError, ParameterError
+from .errors import ExpressionError, ParameterError, SSSNError
 from .params import check_int
 
 #: the default search domain of ``find`` (closed intervals; d is an integer)
@@ -230,7 +230,7 @@ def _strategy(domain: dict[str, list], activations: Sequence[str]):
             out[name] = st.just(float(lo))
         else:
             out[name] = st.floats(float(lo), float(hi), exclude_min=lo_open, exclude_max=hi_open,
-                                  allow_nan=False, allow_infinity=False)
+                                  allow_nan=False, allow_infinity=False, allow_subnormal=False)
     return st.fixed_dictionaries(out)
 
 
@@ -336,6 +336,10 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
             values, errors = quantities(point)
         except ParameterError:
             out = (None, math.nan, None)         # outside the model's domain (e.g. sw = sb = 0)
+        except SSSNError as exc:                 # a quantity is not computable there: undetermined
+            state["undetermined"] += 1
+            state.setdefault("not_computable", f"{type(exc).__name__}: {exc}")
+            out = (None, math.nan, None)
         else:
             ok_assume = True if cond is None else judge(cond.expr, values, errors)[0]
             if ok_assume is not True:
@@ -371,6 +375,8 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
         pass
     except Unsatisfiable:
         notes.append("the assumption held at no drawn parameter set")
+    if "not_computable" in state:
+        notes.append(f"some parameter sets were not computable (counted undetermined), e.g. {state['not_computable']}")
     dom: dict[str, Any] = {k: [v[0], v[1]] for k, v in domain.items()}
     dom["activation"] = acts
     strict = [f"{k} > {v[0]:g}" for k, v in domain.items() if v[2]]
@@ -695,3 +701,4 @@ def write_json(res: SuiteExploration, directory: str) -> str:
     path = os.path.join(directory, "exploration.json")
     write_atomic(path, json.dumps(res.to_dict(), indent=2, allow_nan=False, default=str))
     return path
+

@@ -57,11 +57,13 @@ def claim_configs(**fields):
             parts.append(st.integers(*spec))
         elif len(spec) == 2:
             lo, hi = map(float, spec)
-            parts.append(st.just(lo) if lo == hi else st.floats(lo, hi, allow_nan=False, allow_infinity=False))
+            parts.append(st.just(lo) if lo == hi else st.floats(lo, hi, allow_nan=False, allow_infinity=False,
+                                                                allow_subnormal=False))
         else:
             raise ValueError(f"cannot make a strategy of field {name}={spec!r}")
     strategy = st.tuples(*parts)
     strategy.fields = tuple(fields)        # names of the tuple's entries (tables, figures)
+    strategy.spec = dict(fields)           # the ranges, for searches over some of the fields
     return strategy
 
 
