@@ -45,31 +45,62 @@ def check_real(name: str, value, minimum: float | None = None, *, strict: bool =
     return x
 
 
-def check_matrix(name: str, value, d: int) -> np.ndarray:
-    """Return a finite float (d, d) matrix (None means the identity)."""
+def check_matrix(name: str, value, d: int, heads: bool = False) -> np.ndarray:
+    """Return a finite float (d, d) matrix (None means the identity, a scalar that multiple of
+    it); with heads=True also a stack (H, d, d) of H >= 2 heads ((1, d, d) becomes (d, d))."""
     if value is None:
         return np.eye(d)
+    want = f"a real {d}x{d} matrix" + (f" or a stack (H, {d}, {d})" if heads else "")
     try:
         m = np.array(value, dtype=float)
     except (TypeError, ValueError):
-        raise ParameterError(name, "<array>", f"must be a real {d}x{d} matrix") from None
+        raise ParameterError(name, "<array>", f"must be {want}") from None
     if m.ndim == 0:
         m = float(m) * np.eye(d)
-    if m.shape != (d, d):
-        raise ParameterError(name, f"shape {m.shape}", f"must be a real {d}x{d} matrix")
+    if heads and m.ndim == 3 and m.shape[0] == 1:
+        m = m[0]
+    if not (m.shape == (d, d) or (heads and m.ndim == 3 and m.shape[1:] == (d, d) and m.shape[0] >= 1)):
+        raise ParameterError(name, f"shape {m.shape}", f"must be {want}")
     if not np.all(np.isfinite(m)):
         raise ParameterError(name, "<array with non-finite entries>", "entries must be finite")
     return m
+
+
+def load_attention(path: str) -> dict[str, np.ndarray]:
+    """Q, K, V from an .npz file (arrays named Q, K, V, each (d, d) or (H, d, d)).
+
+    Read without pickles; anything else in the file, a missing array or a non-numeric one is
+    a ParameterError.  Shapes are checked by ModelParams.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            names = set(f.files)
+            missing = {"Q", "K", "V"} - names
+            if missing or names - {"Q", "K", "V"}:
+                raise ParameterError("attention", path, "must hold exactly the arrays Q, K and V "
+                                     f"(found {', '.join(sorted(names)) or 'none'})")
+            out = {n: np.array(f[n]) for n in ("Q", "K", "V")}
+    except ParameterError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is one specific error
+        raise ParameterError("attention", path, f"cannot read an .npz file ({type(exc).__name__})") from None
+    for n, a in out.items():
+        if a.dtype.kind not in "biuf":
+            raise ParameterError(n, f"dtype {a.dtype}", "must be a real array")
+    return out
 
 
 @dataclass(frozen=True)
 class ModelParams:
     """The model of SPEC section 1.
 
-    Tokens on S^{d-1}; attention ``softmax(beta <Q x_i, K x_j>) V x_j``; MLP noise with
+    Tokens on S^{d-1}; attention with H heads
+    ``A_i = sum_h V_h sum_j softmax_j(beta <Q_h x_i, K_h x_j>) x_j``; MLP noise with
     weights ``a ~ N(0, sigma_a^2 I)``, ``w ~ N(0, sigma_w^2 I)``, ``b ~ N(0, sigma_b^2)``.
-    ``Q``, ``K``, ``V`` default to the identity; a scalar means that multiple of it,
-    ``V = 0`` switches attention off.
+    ``Q``, ``K``, ``V`` default to the identity; a scalar means that multiple of it; each is a
+    (d, d) matrix or a stack (H, d, d) of H heads (a (d, d) one is shared by every head; all
+    stacks must have the same H; a (1, d, d) stack is stored as (d, d)).  ``V = 0`` (every
+    V_h = 0) switches attention off.  :meth:`heads` gives the three (H, d, d) stacks.
     """
 
     d: int = 3
@@ -100,13 +131,27 @@ class ModelParams:
                                  "sigma_w and sigma_b cannot both be 0 (the pre-activation would vanish)")
         set_(self, "activation", get_activation(self.activation))
         for name in ("Q", "K", "V"):
-            set_(self, name, check_matrix(name, getattr(self, name), d))
+            set_(self, name, check_matrix(name, getattr(self, name), d, heads=True))
             limits.check_at_most(f"max |{name}_ij|", float(np.max(np.abs(getattr(self, name)))),
                                  limits.MAX_MATRIX_ENTRY)
+        counts = {getattr(self, n).shape[0] for n in ("Q", "K", "V") if getattr(self, n).ndim == 3}
+        if len(counts) > 1:
+            raise ParameterError("V", f"heads {sorted(counts)}", "Q, K and V stacks must have the same number of heads")
+
+    @property
+    def n_heads(self) -> int:
+        """H, the number of attention heads."""
+        return max([1] + [getattr(self, n).shape[0] for n in ("Q", "K", "V") if getattr(self, n).ndim == 3])
+
+    def heads(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(Q, K, V) as (H, d, d) stacks (a shared (d, d) matrix repeated over the heads)."""
+        H = self.n_heads
+        return tuple(np.ascontiguousarray(np.broadcast_to(getattr(self, n), (H, self.d, self.d)))
+                     for n in ("Q", "K", "V"))
 
     @property
     def attention_on(self) -> bool:
-        """False when V = 0 (attention switched off)."""
+        """False when V = 0, every head (attention switched off)."""
         return bool(np.any(self.V != 0.0))
 
     def with_(self, **changes) -> "ModelParams":

@@ -14,7 +14,7 @@ from numba import njit
 from sssn_verify import ModelParams, ParameterError
 from sssn_verify.engine import lyapunov_tangent, tangent_initial
 from sssn_verify.numeric.fields import mlp_outputs, mlp_preactivations, rng_state
-from sssn_verify.numeric.tangent import _push
+from sssn_verify.numeric.sphere import push
 
 Z_CRIT = 4.5
 
@@ -44,9 +44,9 @@ def test_projection_jacobian_matches_finite_differences():
     z, dz = rng.standard_normal(5), rng.standard_normal(5)
     eps = 1e-6
     fd = ((z + eps * dz) / np.linalg.norm(z + eps * dz) - (z - eps * dz) / np.linalg.norm(z - eps * dz)) / (2 * eps)
-    a, b = z.copy(), dz.copy()
-    _push(a, b)
-    assert np.allclose(a, z / np.linalg.norm(z)) and np.allclose(b, fd, atol=1e-8)
+    a, b = z.copy(), dz.copy()[None, :]
+    push(a, b)
+    assert np.allclose(a, z / np.linalg.norm(z)) and np.allclose(b[0], fd, atol=1e-8)
 
 
 @njit(cache=False)  # test-local: never a stale cache of the engine code it calls

@@ -183,7 +183,7 @@ def test_one_layer_radial_displacement_is_the_ito_drift(seed):
 
 
 def test_vectorisable_exp_is_accurate_on_the_softmax_range():
-    from sssn_verify.numeric.transformer import exp_nonpositive
+    from sssn_verify.numeric.attention import exp_nonpositive
     x = -np.concatenate([np.linspace(0, 700, 20001), np.random.default_rng(0).exponential(3.0, 5000)])
     got = np.array([exp_nonpositive(t) for t in x])
     assert np.max(np.abs(got / np.exp(x) - 1)) < 1e-15

@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ParameterError
+from ..numeric.models import MODELS
 from ..outputs import IMAGE_EXTENSIONS, output_path, write_atomic
+from ..params import load_attention
 from .common import add_model_options, params_from_args
-
-MODELS = ("transformer", "gaussian", "sde")
 
 
 def register(subparsers) -> None:
@@ -26,7 +26,8 @@ def register(subparsers) -> None:
         description="Simulate the finite-width transformer (--width m), the Gaussian transformer "
                     "(m = infinity) or the limiting SDE (projected Euler, --depth steps); save the "
                     "final tokens and the energy E_0 after every layer to an .npz file.")
-    p.add_argument("model", choices=MODELS)
+    p.add_argument("model", choices=list(MODELS),
+                   help="; ".join(f"{m.name}: {m.description}" for m in MODELS.values()))
     p.add_argument("--n-tokens", type=int, default=8, help="number of tokens N")
     add_model_options(p)
     p.add_argument("--width", type=int, default=None, help="MLP width m (transformer only)")
@@ -38,6 +39,11 @@ def register(subparsers) -> None:
                    help="transformer MLP sampling: exact-in-law, literal weights, or the cheaper")
     p.add_argument("--init", default=None, metavar="FILE.npy",
                    help="initial tokens, shape (N, D) or (P, N, D) (default: uniform on the sphere)")
+    att = p.add_mutually_exclusive_group()
+    att.add_argument("--attention", default=None, metavar="FILE.npz",
+                     help="attention heads: arrays Q, K, V, each (D, D) or (H, D, D) (default: "
+                          "one head, Q = K = V = I)")
+    att.add_argument("--no-attention", action="store_true", help="switch attention off (V = 0)")
     p.add_argument("--out", required=True, metavar="FILE.npz")
     p.add_argument("--plot", default=None, metavar="FILE.png")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
@@ -58,22 +64,20 @@ def run(args: argparse.Namespace) -> int:
             init = np.load(args.init)
         except (OSError, ValueError) as exc:
             raise ParameterError("init", args.init, f"cannot read a .npy array ({exc})") from None
-    params = params_from_args(args)
-    progress = False if args.no_progress else None
-    common = dict(n_paths=args.paths, seed=args.seed, init=init, progress=progress)
-    if args.model == "transformer":
-        if args.width is None:
-            raise ParameterError("width", None, "--width is required for the transformer")
-        res = engine.simulate_transformer(params, args.depth, args.width, mode=args.mode, **common)
-    else:
-        if args.width is not None:
-            raise ParameterError("width", args.width, f"--width applies only to the transformer, not {args.model}")
-        fn = engine.simulate_gaussian if args.model == "gaussian" else engine.simulate_sde
-        res = fn(params, args.depth, **common)
+    heads = load_attention(args.attention) if args.attention else ({"V": 0.0} if args.no_attention else {})
+    params = params_from_args(args, **heads)
+    model = MODELS[args.model]
+    if model.needs_width and args.width is None:
+        raise ParameterError("width", None, f"--width is required for the {model.label}")
+    if not model.needs_width and args.width is not None:
+        raise ParameterError("width", args.width, f"--width applies only to models with an MLP width, not {args.model}")
+    res = engine.simulate(args.model, params, args.depth, args.width, n_paths=args.paths, seed=args.seed,
+                          init=init, mode=args.mode, progress=False if args.no_progress else None)
     settings = dict(model=args.model, n_tokens=params.n_tokens, d=params.d, width=args.width,
                     depth=args.depth, horizon=params.horizon, beta=params.beta,
                     activation=params.activation.name, sigma_w=params.sigma_w, sigma_b=params.sigma_b,
-                    sigma_a=params.sigma_a, paths=args.paths, seed=args.seed, mode=res.mode)
+                    sigma_a=params.sigma_a, paths=args.paths, seed=args.seed, mode=res.mode,
+                    heads=params.n_heads, attention=bool(params.attention_on))
     write_atomic(out, lambda fh: np.savez(fh, tokens=res.tokens, energy=res.energy, init=res.init,
                                           times=res.times, settings=json.dumps(settings)), what="--out")
     if plot_path:

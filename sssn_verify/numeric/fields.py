@@ -52,10 +52,14 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from .kernels import table_gap
+from .observables import half_sq_dist
+
 # numba's cache=True checks only the cached function's own file, not the modules it calls:
 # an edit of fields.py would leave transformer.py's cached kernels stale.  The engine's
 # kernel modules therefore share one digest; when it changes their cache files are removed.
-ENGINE_MODULES = ("fields", "observables", "transformer", "sde", "tangent", "kernels")
+ENGINE_MODULES = ("fields", "observables", "kernels", "sphere", "attention", "driver", "models/__init__",
+                  "models/finite_width", "models/gaussian", "models/sde")
 
 
 def engine_sources_digest() -> str:
@@ -72,16 +76,17 @@ def engine_sources_digest() -> str:
 
 def _invalidate_stale_caches() -> None:
     here = Path(__file__).parent
-    folders = [here / "__pycache__"]
+    folders = [here / "__pycache__", here / "models" / "__pycache__"]
     if os.environ.get("NUMBA_CACHE_DIR"):
         folders += [p for p in Path(os.environ["NUMBA_CACHE_DIR"]).rglob("numeric") if p.is_dir()]
+        folders += [p / "models" for p in folders if (p / "models").is_dir()]
     digest = engine_sources_digest()
     for folder in folders:
         stamp = folder / "sssn_engine_sources.digest"
         try:
             if stamp.exists() and stamp.read_text() == digest:
                 continue
-            for name in ENGINE_MODULES:
+            for name in {n.split("/")[-1] for n in ENGINE_MODULES}:
                 for f in list(folder.glob(f"{name}.*.nbi")) + list(folder.glob(f"{name}.*.nbc")):
                     f.unlink(missing_ok=True)
             if folder.is_dir():
@@ -315,6 +320,56 @@ def correlated_normals(state, B, Z, out):
             if bij != 0.0:
                 for c in range(d):
                     out[i, c] += bij * Z[j, c]
+
+
+@njit(cache=True)
+def gap_matrix(table, Y, G):
+    """G_ij = k0 - K(<y_i, y_j>) through the stable gap of u = |y_i - y_j|^2 / 2."""
+    n = Y.shape[0]
+    for i in range(n):
+        G[i, i] = 0.0
+        for j in range(i):
+            g = table_gap(table, half_sq_dist(Y[i], Y[j]))
+            G[i, j] = g
+            G[j, i] = g
+
+
+@njit(cache=True)
+def sample_field(st, table, k0, Y, G, Sw, L, Zd, out, rtol):
+    """out (N, d): the Gaussian field with covariance K(<y_i, y_j>) I_d at the rows of Y.
+
+    ``table`` is a ``numeric.kernels`` table (k0 = table[0]); the kernel matrix is
+    factorised in gap form by :func:`kernel_cholesky` (see its jitter policy).
+    """
+    gap_matrix(table, Y, G)
+    code = kernel_cholesky(k0, G, Sw, L, rtol)
+    if code == STATUS_OK:
+        correlated_normals(st, L, Zd, out)
+    return code
+
+
+@njit(cache=True)
+def gram_factor(V, Lg):
+    """Lower-triangular Lg (k, k) with Lg Lg^T = <V_a, V_b> (Cholesky of the rows' Gram matrix).
+
+    ``sum_b Lg[a, b] Z_b`` with Z i.i.d. standard normal then has covariance <V_a, V_b>: the
+    joint law of a field's derivatives along k tangent vectors.  A row dependent on the
+    previous ones gets a zero diagonal (and a zero column below it).  k = 1: Lg = |V_0|.
+    """
+    k = V.shape[0]
+    for a in range(k):
+        for b in range(a + 1):
+            s = 0.0
+            for c in range(V.shape[1]):
+                s += V[a, c] * V[b, c]
+            for c in range(b):
+                s -= Lg[a, c] * Lg[b, c]
+            if a == b:
+                Lg[a, a] = math.sqrt(s) if s > 0.0 else 0.0
+            else:
+                Lg[a, b] = s / Lg[b, b] if Lg[b, b] > 0.0 else 0.0
+        for b in range(a + 1, k):
+            Lg[a, b] = 0.0
 
 
 # ---------------------------------------------------------------- the MLP in law

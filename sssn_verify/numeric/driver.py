@@ -1,0 +1,299 @@
+"""The one per-path driver of the engine and the compiler that binds it to a model.
+
+A model (``numeric.models``) declares numba functions with fixed names and signatures:
+
+    work(n, d, consts)                          -> tuple of the model's buffers
+    evaluate(X, E, h, att, aw)                  -> status; E = where the noise is evaluated
+    noise(st, E, h, consts, w, W, rtol)         -> status; W = the layer's increment at E
+    advance(X, E, W, h, consts, att, aw, w)     -> status; X <- the next layer (in place)
+    tangent_work(d, k, consts)                  -> tuple of buffers of the tangent step
+    tangent_step(st, x, V, h, consts, att, tw, rtol) -> status; (x, V) <- the layer's map
+                                                   and its Jacobian on the k rows of V,
+                                                   before the radial projection
+
+(``consts`` is the model's namedtuple of numeric constants, ``att`` the
+:class:`~sssn_verify.numeric.attention.Attention` operands, ``aw`` their buffers, ``st``
+the path's generator state).  This module owns everything around them: buffers,
+recording of energies and trajectories, the projection, Benettin's QR renormalisation and
+the status/blow-up codes; ``status[p] = (code, layer)`` is written instead of raising (the
+engine raises).  Three drivers cover every entry point:
+
+* :func:`simulate_path`: one path of N tokens, E_0 and E_beta recorded after every layer;
+* :func:`tangent_path`: one token and k tangent vectors, re-orthonormalised by modified
+  Gram-Schmidt (a QR decomposition) after every layer; ``logs[p, l, a]`` is the
+  accumulated log of the a-th diagonal entry of R (k = 1: the log-growth of |v|);
+* :func:`ladder_path`: refinement levels coupled on one Brownian field (models whose noise
+  is the Gaussian field, ``Model.field``): level 0 is the reference (``ref_*``), the others
+  the coarse model (``lvl_*``); see ``numeric.models.sde``.
+
+:func:`compiled` copies a driver's source, with the model's functions (and the activation's
+``phi``/``dphi``) bound as globals, into a small generated module next to a ``prange``
+wrapper over paths.  Passing functions as *arguments* would defeat numba's on-disk cache
+(their type embeds a memory address); the generated module's name hashes its text and the
+sources of the engine's numeric modules, so a stale cache is never used.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import math
+import os
+import re
+import sys
+from functools import lru_cache
+
+import numpy as np
+from numba import njit
+
+from . import attention as _attention
+from .fields import STATUS_NONFINITE, STATUS_OK, engine_sources_digest, rng_state, sample_field
+from .observables import config_deviation, energy0, energy_beta, max_token_deviation
+from .sphere import dot, push
+
+
+def _unbound(*args):  # replaced in each generated module by the model's function
+    raise NotImplementedError("driver functions run only through driver.compiled(...)")
+
+
+model_work = model_evaluate = model_noise = model_advance = _unbound
+model_tangent_work = model_tangent_step = _unbound
+ref_work = ref_evaluate = ref_advance = lvl_work = lvl_evaluate = lvl_advance = _unbound
+attention_work = _attention.work
+
+
+@njit(cache=True)
+def record(X, p, slot, energy, betas, energies):
+    """E_0 into energy[p, slot]; E_beta for each requested beta into energies[p, slot, :]."""
+    energy[p, slot] = energy0(X)
+    for b in range(betas.shape[0]):
+        energies[p, slot, b] = energy_beta(X, betas[b])
+
+
+@njit(cache=True)
+def store(X, p, layer, store_every, traj):
+    if store_every > 0 and layer % store_every == 0:
+        traj[p, layer // store_every, :, :] = X
+
+
+@njit(cache=True)
+def orthonormalise(V, cum):
+    """Modified Gram-Schmidt on the rows of V (in place, the Q of V^T = QR); cum[a] += log R_aa."""
+    k = V.shape[0]
+    for a in range(k):
+        for b in range(a):
+            r = dot(V[a], V[b])
+            for c in range(V.shape[1]):
+                V[a, c] -= r * V[b, c]
+        nv = math.sqrt(dot(V[a], V[a]))
+        if not (nv > 0.0) or not np.isfinite(nv):
+            return STATUS_NONFINITE
+        for c in range(V.shape[1]):
+            V[a, c] /= nv
+        cum[a] += math.log(nv)
+    return STATUS_OK
+
+
+# ------------------------------------------------------------------ the drivers
+def simulate_path(p, X0, seeds, n_layers, h, consts, att, rtol, energy, betas, energies,
+                  store_every, traj, final, status):
+    """Path p of a model: X <- advance(X, E, noise(E)), E = evaluate(X), n_layers times."""
+    _, N, d = X0.shape
+    st = rng_state(seeds[p])
+    X = X0[p].copy()
+    E = np.empty((N, d))
+    W = np.empty((N, d))
+    aw = attention_work(N, d, att)
+    w = model_work(N, d, consts)
+    record(X, p, 0, energy, betas, energies)
+    store(X, p, 0, store_every, traj)
+    for layer in range(n_layers):
+        code = model_evaluate(X, E, h, att, aw)
+        if code == STATUS_OK:
+            code = model_noise(st, E, h, consts, w, W, rtol)
+        if code == STATUS_OK:
+            code = model_advance(X, E, W, h, consts, att, aw, w)
+        if code != STATUS_OK:
+            status[p, 0] = code
+            status[p, 1] = layer
+            break
+        record(X, p, layer + 1, energy, betas, energies)
+        store(X, p, layer + 1, store_every, traj)
+    final[p, :, :] = X
+
+
+def tangent_path(p, x0s, v0s, seeds, n_layers, h, consts, att, rtol, logs, final, status):
+    """Path p of the tangent flow: one token, k = v0s.shape[1] tangent vectors (Benettin)."""
+    _, k, d = v0s.shape
+    st = rng_state(seeds[p])
+    x = x0s[p].copy()
+    V = v0s[p].copy()
+    tw = model_tangent_work(d, k, consts)
+    cum = np.zeros(k)
+    for a in range(k):
+        logs[p, 0, a] = 0.0
+    for layer in range(n_layers):
+        code = model_tangent_step(st, x, V, h, consts, att, tw, rtol)
+        if code == STATUS_OK:
+            code = push(x, V)
+        if code == STATUS_OK:
+            code = orthonormalise(V, cum)
+        if code != STATUS_OK:
+            status[p, 0] = code
+            status[p, 1] = layer
+            break
+        for a in range(k):
+            logs[p, layer + 1, a] = cum[a]
+    final[p, :] = x
+
+
+def ladder_path(p, X0, seeds, n_fine, dt, factors, consts, att, rtol, final, max_dev,
+                max_dev_config, status):
+    """Levels r = 0..R-1 on one Brownian field (factor 1 = the reference, level 0).
+
+    At every fine step the field increment over dt is drawn jointly at the evaluation points
+    of all levels (R N points); level r accumulates it and, every factors[r] fine steps,
+    advances with the accumulated increment W(t + h_r, x) - W(t, x) at its own points.
+    final (P, R, N, d); max_dev / max_dev_config (P, R): max over level r's grid times of
+    max_i |x_i^r - x_i^0| and of sqrt(sum_i |x_i^r - x_i^0|^2).
+    """
+    _, N, d = X0.shape
+    table, k0 = consts.table, consts.k0
+    R = factors.shape[0]
+    M = R * N
+    sq = math.sqrt(dt)
+    st = rng_state(seeds[p])
+    Xs = np.empty((R, N, d))
+    Es = np.empty((R, N, d))
+    Ws = np.zeros((R, N, d))
+    for r in range(R):
+        Xs[r] = X0[p]
+    Eall = np.empty((M, d))
+    dWall = np.empty((M, d))
+    G = np.empty((M, M))
+    Sw = np.empty((M, M))
+    L = np.empty((M, M))
+    Zd = np.empty((M, d))
+    aw = attention_work(N, d, att)
+    wr = ref_work(N, d, consts)
+    wl = lvl_work(N, d, consts)
+    code = STATUS_OK
+    for r in range(R):
+        if code == STATUS_OK:
+            if r == 0:
+                code = ref_evaluate(Xs[r], Es[r], factors[r] * dt, att, aw)
+            else:
+                code = lvl_evaluate(Xs[r], Es[r], factors[r] * dt, att, aw)
+    for s in range(n_fine):
+        if code != STATUS_OK:
+            break
+        for r in range(R):
+            Eall[r * N:(r + 1) * N, :] = Es[r]
+        code = sample_field(st, table, k0, Eall, G, Sw, L, Zd, dWall, rtol)
+        if code != STATUS_OK:
+            status[p, 1] = s
+            break
+        for r in range(R):
+            for i in range(N):
+                for c in range(d):
+                    Ws[r, i, c] += sq * dWall[r * N + i, c]
+        for r in range(R):
+            f = factors[r]
+            if (s + 1) % f != 0:
+                continue
+            hr = f * dt
+            if r == 0:
+                code = ref_advance(Xs[r], Es[r], Ws[r], hr, consts, att, aw, wr)
+            else:
+                code = lvl_advance(Xs[r], Es[r], Ws[r], hr, consts, att, aw, wl)
+            if code != STATUS_OK:
+                status[p, 1] = s
+                break
+            Ws[r] = 0.0
+            if r == 0:
+                code = ref_evaluate(Xs[r], Es[r], hr, att, aw)
+            else:
+                code = lvl_evaluate(Xs[r], Es[r], hr, att, aw)
+            if code != STATUS_OK:
+                status[p, 1] = s
+                break
+            dev = max_token_deviation(Xs[r], Xs[0])
+            if dev > max_dev[p, r]:
+                max_dev[p, r] = dev
+            devc = config_deviation(Xs[r], Xs[0])
+            if devc > max_dev_config[p, r]:
+                max_dev_config[p, r] = devc
+    if code != STATUS_OK:
+        status[p, 0] = code
+    final[p] = Xs
+
+
+DRIVERS = {"simulate": simulate_path, "tangent": tangent_path, "ladder": ladder_path}
+
+
+# ------------------------------------------------------------------ binding a driver to models
+def _source(fn, name=None) -> str:
+    body = inspect.getsource(getattr(fn, "py_func", fn))
+    body = body[body.index("def "):]
+    if name is not None:
+        body = re.sub(r"^def \w+\(", f"def {name}(", body, count=1)
+    return "@njit(cache=True)\n" + body + "\n\n"
+
+
+@lru_cache(maxsize=None)
+def compiled(driver: str, model, activation=None, level=None):
+    """The parallel kernel ``driver(n_paths, *args)`` of `driver` bound to `model`.
+
+    `model` (and, for the ladder, the coarse `level` model) are ``numeric.models.Model``
+    entries; `activation` supplies ``phi``/``dphi`` to the model functions listed in
+    ``model.uses_activation`` (their source is copied into the generated module, where
+    ``phi`` and ``dphi`` are globals).
+    """
+    from ..activations import _cache_dir
+    fn = DRIVERS[driver]
+    args = list(inspect.signature(fn).parameters)[1:]
+    lines = ["# generated by sssn_verify.numeric.driver; do not edit",
+             "import sys", "from numba import njit, prange",
+             "from sssn_verify.numeric import driver as _driver"]
+    models = [("model", model)] if level is None else [("ref", model), ("lvl", level)]
+    lines.append("globals().update({k: v for k, v in vars(_driver).items() if not k.startswith('__')})")
+    body = ""
+    for prefix, m in models:
+        mod = importlib.import_module(m.module)
+        lines.append(f"import {m.module} as _{prefix}")
+        copied = set()
+        if m.uses_activation:
+            if activation is None:
+                raise TypeError(f"model {m.name} needs an activation")
+            phi, dphi = activation.numba_pair
+            lines.append(f"globals().update({{k: v for k, v in vars(_{prefix}).items() "
+                         "if not k.startswith('__')})")
+            lines.append(f"phi = sys.modules[{phi.py_func.__module__!r}].phi")
+            lines.append(f"dphi = sys.modules[{dphi.py_func.__module__!r}].dphi")
+            for name in m.uses_activation:
+                body += _source(getattr(mod, name), f"{prefix}_{name}")
+                copied.add(name)
+        for name in ("work", "evaluate", "noise", "advance", "tangent_work", "tangent_step"):
+            if name not in copied and hasattr(mod, name):
+                lines.append(f"{prefix}_{name} = _{prefix}.{name}")
+    text = ", ".join(args)
+    source = ("\n".join(lines) + "\n\n\n" + body + _source(fn)
+              + "@njit(cache=True, parallel=True)\n"
+              f"def {driver}(n_paths, {text}):\n"
+              "    for p in prange(n_paths):\n"
+              f"        {fn.__name__}(p, {text})\n")
+    key = hashlib.sha256((source + engine_sources_digest()).encode()).hexdigest()[:16]
+    folder = _cache_dir().parent / "kernels"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"k_{driver}_{key}.py"
+    if not path.exists() or path.read_text() != source:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(source)
+        os.replace(tmp, path)
+    modname = f"sssn_verify_kernel_{driver}_{key}"
+    spec = importlib.util.spec_from_file_location(modname, path)
+    gen = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = gen
+    spec.loader.exec_module(gen)
+    return getattr(gen, driver)

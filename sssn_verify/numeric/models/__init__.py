@@ -1,0 +1,72 @@
+"""The models of the engine, each a declared unit; the registry everything else reads.
+
+A model module (``finite_width``, ``gaussian``, ``sde``) declares in one place its numba
+layer step (``work``, ``evaluate``, ``noise``, ``advance``: see :mod:`..driver`), its
+tangent (Jacobian) step (``tangent_work``, ``tangent_step``), its parameters
+(``prepare``: ModelParams and sizes -> the numeric constants the kernels read) and, as a
+:class:`Model` named ``MODEL``, its name, labels and the model it converges to.
+
+:data:`MODELS` feeds the engine's entry points (``engine.simulate``, ``lyapunov_tangent``,
+``two_point``, ``sde_refinement_ladder``), the CLI's choices and the refinement ladders.
+Adding a model: a new module here and one line in :data:`MODELS` (plus its tests).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a model's ``prepare`` returns: kernel constants, the mode label and extra info."""
+
+    consts: tuple
+    mode: str
+    info: tuple = ()
+    width: int | None = None
+
+
+@dataclass(frozen=True)
+class Model:
+    """A declared model (see the package docstring).
+
+    name: registry key (CLI choice); label: how errors and reports name it; unit: "layer" or
+    "step"; converges_to: the model it converges to (as width -> infinity, or depth ->
+    infinity), None for the limit itself; needs_width: takes an MLP width m; field: its noise
+    is the Gaussian field of kernel K (consts = FieldConsts), so it can sit on a refinement
+    ladder; uses_activation: the numba functions that call ``phi``/``dphi`` (compiled per
+    activation); prepare(params, width, mode, n_rows, tangent) -> Prepared; cost(n, d, m):
+    flops of one layer of one path (sizes the progress bar).
+    """
+
+    name: str
+    module: str
+    label: str
+    unit: str
+    converges_to: str | None
+    needs_width: bool
+    field: bool
+    uses_activation: tuple
+    prepare: Callable
+    cost: Callable
+    description: str = ""
+
+    def kernel(self, driver: str, params, level: "Model | None" = None):
+        """The compiled parallel kernel of `driver` ("simulate", "tangent", "ladder")."""
+        from ..driver import compiled
+        return compiled(driver, self, params.activation if self.uses_activation else None, level)
+
+
+def _registry() -> dict[str, Model]:
+    from . import finite_width, gaussian, sde
+    return {m.name: m for m in (finite_width.MODEL, gaussian.MODEL, sde.MODEL)}
+
+
+MODELS: dict[str, Model] = _registry()
+
+
+def ladder_reference(kind: str) -> Model:
+    """The fine reference of a refinement ladder of `kind`: the limit the model converges to
+    (the SDE for the Gaussian transformer), or the model itself when it is the limit."""
+    model = MODELS[kind]
+    return MODELS[model.converges_to] if model.converges_to else model
