@@ -15,6 +15,11 @@ machine only same-run ratios mean anything.
     python benchmarks/bench_engine.py            # all sizes, 1 and 2 threads
     python benchmarks/bench_engine.py --quick    # shorter (L / 4, fewer paths)
     python benchmarks/bench_engine.py --sizes small-N mid --threads 1
+    python benchmarks/bench_engine.py --compare /path/to/other/checkout   # before/after, same run
+
+``--compare DIR`` also times the engine of another source tree (e.g. ``git worktree`` or
+``git archive`` of an older commit) in the same interleaved loop and prints its ratio too, so
+a refactor's speed is judged on one machine state.
 """
 from __future__ import annotations
 
@@ -88,11 +93,14 @@ def _dims(size, quick):
     return N, d, m, L, P
 
 
-def _measure(impl, size, threads, quick):
+def _measure(impl, size, threads, quick, tree=None):
     env = dict(os.environ)
     blas = "1" if impl == "engine" else str(threads)  # the engine parallelises over paths
     env.update(NUMBA_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=blas, OMP_NUM_THREADS=blas,
                MKL_NUM_THREADS=blas)
+    if tree is not None:
+        env["PYTHONPATH"] = os.path.abspath(tree)
+        env["SSSN_VERIFY_CACHE"] = env.get("SSSN_VERIFY_CACHE", "/tmp/sssn_cache") + "_compare"
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", impl, "--size", size]
     if quick:
         cmd.append("--quick")
@@ -111,6 +119,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs per measurement, interleaved numpy/engine; the minimum is kept")
+    ap.add_argument("--compare", default=None, metavar="DIR",
+                    help="also time the engine of the source tree DIR (same run, interleaved)")
     ap.add_argument("--worker", choices=["engine", "numpy"], help=argparse.SUPPRESS)
     ap.add_argument("--size", choices=list(SIZES), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -126,10 +136,12 @@ def main(argv=None) -> int:
     rows = []
     for size in args.sizes:
         for threads in args.threads:
-            runs = {"numpy": [], "engine": []}
+            runs = {"numpy": [], "engine": [], "compare": []}
             for _ in range(max(1, args.repeat)):
                 for impl in ("numpy", "engine"):
                     runs[impl].append(_measure(impl, size, threads, args.quick))
+                if args.compare:
+                    runs["compare"].append(_measure("engine", size, threads, args.quick, args.compare))
             npy, eng = ({"compute": min(r["compute"] for r in rs), "whole": min(r["whole"] for r in rs),
                          "mode": rs[0].get("mode", "")} for rs in (runs["numpy"], runs["engine"]))
             row = dict(size=size, threads=threads, mode=eng["mode"], numpy=npy["compute"],
@@ -138,6 +150,13 @@ def main(argv=None) -> int:
             print(f"{size:16s} {threads:3d} {eng['mode']:>9s} {npy['compute']:8.2f} {eng['compute']:8.2f} "
                   f"{npy['compute'] / eng['compute']:9.2f} {npy['whole']:8.2f} {eng['whole']:8.2f} "
                   f"{npy['whole'] / eng['whole']:8.2f}", flush=True)
+            if args.compare:
+                cmp = {"compute": min(r["compute"] for r in runs["compare"]),
+                       "whole": min(r["whole"] for r in runs["compare"])}
+                row.update(compare=cmp["compute"], compare_whole=cmp["whole"])
+                print(f"{'  (--compare)':16s} {threads:3d} {'':>9s} {npy['compute']:8.2f} {cmp['compute']:8.2f} "
+                      f"{npy['compute'] / cmp['compute']:9.2f} {npy['whole']:8.2f} {cmp['whole']:8.2f} "
+                      f"{npy['whole'] / cmp['whole']:8.2f}", flush=True)
     if len(args.threads) > 1:
         print("\nengine throughput, threads t vs 1 (same run; ~2 means both cores were free):")
         for size in args.sizes:

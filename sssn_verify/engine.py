@@ -2,17 +2,20 @@
 
 Every function validates its inputs (``ModelParams``, ``check_int``), allocates, seeds
 (``numeric.rng.path_seeds``: one seed per path, so results are bit-identical for any
-thread count and any chunking over paths), calls an ``@njit(parallel=True)`` kernel over
-paths and raises :class:`~sssn_verify.errors.SimulationError` naming the layer and the
-parameters if a path blows up.  Long runs show a tqdm progress bar (chunks of paths).
+thread count and any chunking over paths), calls the parallel kernel of a model
+(``numeric.models``: the declared models; ``numeric.driver``: the one per-path driver) and
+raises :class:`~sssn_verify.errors.SimulationError` naming the layer and the parameters if a
+path blows up.  Long runs show a tqdm progress bar (chunks of paths).
 
 Public API::
 
+    simulate(model, params, depth, width=None, n_paths=1, seed=0, init=None, mode="auto", ...)
     simulate_transformer(params, depth, width, n_paths=1, seed=0, init=None, mode="auto", ...)
     simulate_gaussian(params, depth, n_paths=1, seed=0, init=None, ...)
     simulate_sde(params, depth, n_paths=1, seed=0, init=None, ...)
     sde_refinement_ladder(params, depth, factors=(1, 2, 4, 8), kind="sde", ...)
-    lyapunov_tangent(params, model="transformer", depth=..., width=..., n_paths=..., seed=...)
+    lyapunov_tangent(params, model="transformer", depth=..., width=..., n_paths=..., seed=...,
+                     n_vectors=1)
     two_point(params, model="sde", depth=100, rho0=0.5, n_paths=1, seed=0, width=None)
     initial_tokens(params, n_paths, seed, init=None)
 
@@ -73,6 +76,8 @@ class TangentResult:
 
     log_growth (P,) = sum over layers of log |v_{l+1}| / |v_l|; rates = log_growth / T;
     running (P, L+1) cumulative log-growth; rate / stderr: mean rate and its standard error.
+    With k = n_vectors > 1 tangent vectors (QR): log_growth, rates (P, k), running (P, L+1, k),
+    rate, stderr (k,); entry a estimates lambda_{a+1}.
     """
 
     model: str
@@ -383,9 +388,8 @@ def lyapunov_tangent(params: ModelParams, model: str = "transformer", depth: int
     exponents lambda_1 >= .. >= lambda_k by k tangent vectors pushed by the same Jacobians and
     re-orthonormalised by QR (modified Gram-Schmidt) after every layer; log_growth and rates
     are (P, k) (entry a: the accumulated log R_aa, whose rate estimates lambda_{a+1}), running
-    (P, L+1, k), rate and stderr (k,) arrays.  The first vector's numbers do not depend on k
-    for the field models (the k = 1 draws come first); for the transformer the exact-in-law
-    MLP is sampled on the 1 + k rows jointly, so only the law is the same.
+    (P, L+1, k), rate and stderr (k,) arrays.  The first vector follows the law of the
+    k = 1 flow (not the same numbers: the k vectors' noise is drawn jointly).
     """
     params = _check_params(params)
     m = _model(model)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ParameterError
-from ..numeric.models import MODELS
+from ..numeric.models import REGISTRY
 from ..outputs import IMAGE_EXTENSIONS, output_path, write_atomic
 from ..params import load_attention
 from .common import add_model_options, params_from_args
@@ -26,8 +26,7 @@ def register(subparsers) -> None:
         description="Simulate the finite-width transformer (--width m), the Gaussian transformer "
                     "(m = infinity) or the limiting SDE (projected Euler, --depth steps); save the "
                     "final tokens and the energy E_0 after every layer to an .npz file.")
-    p.add_argument("model", choices=list(MODELS),
-                   help="; ".join(f"{m.name}: {m.description}" for m in MODELS.values()))
+    p.add_argument("model", choices=list(REGISTRY), help="a registered model (numeric/models/)")
     p.add_argument("--n-tokens", type=int, default=8, help="number of tokens N")
     add_model_options(p)
     p.add_argument("--width", type=int, default=None, help="MLP width m (transformer only)")
@@ -66,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
             raise ParameterError("init", args.init, f"cannot read a .npy array ({exc})") from None
     heads = load_attention(args.attention) if args.attention else ({"V": 0.0} if args.no_attention else {})
     params = params_from_args(args, **heads)
+    from ..numeric.models import MODELS
     model = MODELS[args.model]
     if model.needs_width and args.width is None:
         raise ParameterError("width", None, f"--width is required for the {model.label}")

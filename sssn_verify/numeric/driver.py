@@ -4,8 +4,10 @@ A model (``numeric.models``) declares numba functions with fixed names and signa
 
     work(n, d, consts)                          -> tuple of the model's buffers
     evaluate(X, E, h, att, aw)                  -> status; E = where the noise is evaluated
-    noise(st, E, h, consts, w, W, rtol)         -> status; W = the layer's increment at E
-    advance(X, E, W, h, consts, att, aw, w)     -> status; X <- the next layer (in place)
+    noise(st, E, consts, w, W, rtol)            -> status; W = the noise at the rows of E
+                                                   (the driver scales it by sqrt(h))
+    advance(X, E, W, h, consts, att, aw, w)     -> status; X <- the next layer from the
+                                                   increment W (in place; W is scratch)
     tangent_work(d, k, consts)                  -> tuple of buffers of the tangent step
     tangent_step(st, x, V, h, consts, att, tw, rtol) -> status; (x, V) <- the layer's map
                                                    and its Jacobian on the k rows of V,
@@ -98,8 +100,9 @@ def orthonormalise(V, cum):
 # ------------------------------------------------------------------ the drivers
 def simulate_path(p, X0, seeds, n_layers, h, consts, att, rtol, energy, betas, energies,
                   store_every, traj, final, status):
-    """Path p of a model: X <- advance(X, E, noise(E)), E = evaluate(X), n_layers times."""
+    """Path p of a model: X <- advance(X, E, sqrt(h) noise(E)), E = evaluate(X), n_layers times."""
     _, N, d = X0.shape
+    sq = math.sqrt(h)
     st = rng_state(seeds[p])
     X = X0[p].copy()
     E = np.empty((N, d))
@@ -111,8 +114,11 @@ def simulate_path(p, X0, seeds, n_layers, h, consts, att, rtol, energy, betas, e
     for layer in range(n_layers):
         code = model_evaluate(X, E, h, att, aw)
         if code == STATUS_OK:
-            code = model_noise(st, E, h, consts, w, W, rtol)
+            code = model_noise(st, E, consts, w, W, rtol)
         if code == STATUS_OK:
+            for i in range(N):
+                for c in range(d):
+                    W[i, c] *= sq
             code = model_advance(X, E, W, h, consts, att, aw, w)
         if code != STATUS_OK:
             status[p, 0] = code

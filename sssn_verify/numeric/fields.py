@@ -56,19 +56,23 @@ from .kernels import table_gap
 from .observables import half_sq_dist
 
 # numba's cache=True checks only the cached function's own file, not the modules it calls:
-# an edit of fields.py would leave transformer.py's cached kernels stale.  The engine's
-# kernel modules therefore share one digest; when it changes their cache files are removed.
-ENGINE_MODULES = ("fields", "observables", "kernels", "sphere", "attention", "driver", "models/__init__",
-                  "models/finite_width", "models/gaussian", "models/sde")
+# an edit of fields.py would leave a model's cached kernels stale.  The engine's numba
+# modules (the core ones below and every model module) therefore share one digest; when it
+# changes their cache files are removed, and the generated kernels get new names.
+ENGINE_MODULES = ("fields", "observables", "kernels", "sphere", "attention", "driver")
+
+
+def _engine_files() -> list[Path]:
+    here = Path(__file__).parent
+    return [here / f"{name}.py" for name in ENGINE_MODULES] + sorted(
+        p for p in (here / "models").glob("*.py") if p.name != "__init__.py")
 
 
 def engine_sources_digest() -> str:
     """sha256 over the sources of the numba modules the engine's kernels are built from."""
     import numba
     h = hashlib.sha256(numba.__version__.encode())
-    here = Path(__file__).parent
-    for name in ENGINE_MODULES:
-        path = here / f"{name}.py"
+    for path in _engine_files():
         if path.exists():
             h.update(path.read_bytes())
     return h.hexdigest()[:16]
@@ -86,7 +90,7 @@ def _invalidate_stale_caches() -> None:
         try:
             if stamp.exists() and stamp.read_text() == digest:
                 continue
-            for name in {n.split("/")[-1] for n in ENGINE_MODULES}:
+            for name in {path.stem for path in _engine_files()}:
                 for f in list(folder.glob(f"{name}.*.nbi")) + list(folder.glob(f"{name}.*.nbc")):
                     f.unlink(missing_ok=True)
             if folder.is_dir():

@@ -6,9 +6,11 @@ tangent (Jacobian) step (``tangent_work``, ``tangent_step``), its parameters
 (``prepare``: ModelParams and sizes -> the numeric constants the kernels read) and, as a
 :class:`Model` named ``MODEL``, its name, labels and the model it converges to.
 
-:data:`MODELS` feeds the engine's entry points (``engine.simulate``, ``lyapunov_tangent``,
-``two_point``, ``sde_refinement_ladder``), the CLI's choices and the refinement ladders.
-Adding a model: a new module here and one line in :data:`MODELS` (plus its tests).
+:data:`REGISTRY` (name -> module; cheap to import: the CLI reads its names without loading
+numba) and :data:`MODELS` (name -> Model, loaded on first use) feed the engine's entry points
+(``engine.simulate``, ``lyapunov_tangent``, ``two_point``, ``sde_refinement_ladder``), the
+CLI's choices and the refinement ladders.  Adding a model: a new module here and one line in
+:data:`REGISTRY` (plus its tests).
 """
 from __future__ import annotations
 
@@ -57,16 +59,35 @@ class Model:
         return compiled(driver, self, params.activation if self.uses_activation else None, level)
 
 
-def _registry() -> dict[str, Model]:
-    from . import finite_width, gaussian, sde
-    return {m.name: m for m in (finite_width.MODEL, gaussian.MODEL, sde.MODEL)}
+REGISTRY = {
+    "transformer": "finite_width",
+    "gaussian": "gaussian",
+    "sde": "sde",
+}
 
 
-MODELS: dict[str, Model] = _registry()
+def _load() -> dict[str, Model]:
+    import importlib
+    out = {}
+    for name, module in REGISTRY.items():
+        model = importlib.import_module(f"{__name__}.{module}").MODEL
+        if model.name != name:
+            raise RuntimeError(f"model module {module} declares {model.name!r}, registered as {name!r}")
+        out[name] = model
+    return out
+
+
+def __getattr__(attr):
+    if attr == "MODELS":
+        models = _load()
+        globals()["MODELS"] = models
+        return models
+    raise AttributeError(attr)
 
 
 def ladder_reference(kind: str) -> Model:
     """The fine reference of a refinement ladder of `kind`: the limit the model converges to
     (the SDE for the Gaussian transformer), or the model itself when it is the limit."""
-    model = MODELS[kind]
-    return MODELS[model.converges_to] if model.converges_to else model
+    models = __getattr__("MODELS") if "MODELS" not in globals() else globals()["MODELS"]
+    model = models[kind]
+    return models[model.converges_to] if model.converges_to else model

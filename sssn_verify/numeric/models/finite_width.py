@@ -65,8 +65,8 @@ def work(n, d, consts):
 
 
 @njit(cache=True)
-def noise(st, E, h, consts, w, W, rtol):
-    """W = sqrt(h) F(E): a fresh MLP at the rows of E."""
+def noise(st, E, consts, w, W, rtol):
+    """W = F(E): a fresh MLP at the rows of E."""
     ones = w[0]
     Z, C, L, Xi, Wd, bm, Zd, Am = w[1]
     code = mlp_preactivations(st, E, ones, consts.sw, consts.sb, consts.pre_exact, Z, C, L, Xi, Wd, bm,
@@ -76,11 +76,6 @@ def noise(st, E, h, consts, w, W, rtol):
             for k in range(Z.shape[1]):
                 Z[i, k] = phi(Z[i, k])
         code = mlp_outputs(st, Z, consts.sa, consts.out_exact, W, C, L, Zd, Am, rtol)
-    if code == STATUS_OK:
-        sq = math.sqrt(h)
-        for i in range(W.shape[0]):
-            for c in range(W.shape[1]):
-                W[i, c] *= sq
     return code
 
 

@@ -36,16 +36,10 @@ def work(n, d, consts):
 
 
 @njit(cache=True)
-def noise(st, E, h, consts, w, W, rtol):
-    """W = sqrt(h) G(E): the field at the rows of E, scaled to the step."""
+def noise(st, E, consts, w, W, rtol):
+    """W = G(E): the field at the rows of E."""
     G, Sw, L, Zd, _ = w
-    code = sample_field(st, consts.table, consts.k0, E, G, Sw, L, Zd, W, rtol)
-    if code == STATUS_OK:
-        sq = math.sqrt(h)
-        for i in range(W.shape[0]):
-            for c in range(W.shape[1]):
-                W[i, c] *= sq
-    return code
+    return sample_field(st, consts.table, consts.k0, E, G, Sw, L, Zd, W, rtol)
 
 
 @njit(cache=True)
