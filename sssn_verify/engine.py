@@ -198,10 +198,9 @@ def _run_chunked(kernel_call, n_paths, work, progress, desc):
             bar.close()
 
 
-def _model(name, allowed=None) -> Model:
-    names = [n for n in MODELS if allowed is None or allowed(MODELS[n])]
-    if name not in names:
-        raise ParameterError("model", name, f"must be one of {', '.join(names)}")
+def _model(name) -> Model:
+    if not isinstance(name, str) or name not in MODELS:
+        raise ParameterError("model", name, f"must be one of {', '.join(MODELS)}")
     return MODELS[name]
 
 
