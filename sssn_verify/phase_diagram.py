@@ -110,11 +110,8 @@ def _sign_regions_cached(name, x, y, xs, ys, fixed):
 @lru_cache(maxsize=1)
 def _relu_threshold():
     """t*(d) = sigma_b/sigma_w on the derived ReLU edge boundary (numpy callable of d)."""
-    import sympy as sp
-
-    from .symbolic.dissipation import relu_region
-    from .symbolic.two_point import d as d_sym
-    return sp.lambdify(d_sym, relu_region()[3], "numpy")
+    from .bridge import function
+    return function("coercivity.relu_threshold", "numpy")
 
 
 def _relu_boundary(ax, x, y, xs, ys, base):

@@ -24,13 +24,11 @@ from typing import Callable
 import numpy as np
 import sympy as sp
 
+from ..bridge import function
 from ..numeric.kernels import kernel as numeric_kernel
 from ..numeric.rates import lambda_bar, ratio
 from ..stats import agreement_test, deterministic_check
-from ..symbolic.dissipation import M0, M1, beta as beta_sym, coercivity as coercivity_derivation
-from ..symbolic.dissipation import generator_factor
-from ..symbolic.lyapunov import sigma_w as sw_sym
-from ..symbolic.two_point import Krho, d as d_sym, k0 as k0_sym, rho as rho_sym
+from ..symbolic.dissipation import coercivity as coercivity_derivation
 from ..strategies import claim_configs
 from ._util import all_deterministic, combine, configs
 from .base import Claim
@@ -56,12 +54,8 @@ class Characterization:
 
 @lru_cache(maxsize=None)
 def derived_formula() -> Characterization:
-    der = coercivity_derivation()
-    edge_rel = next(s.expr for s in der.steps if isinstance(s.expr, sp.core.relational.Relational)
-                    and s.expr.has(M0))
-    edge_f = sp.lambdify((d_sym, sw_sym, M0, M1), edge_rel.lhs - edge_rel.rhs, "math")
-    N = generator_factor(True)
-    N_f = sp.lambdify((d_sym, beta_sym, rho_sym, k0_sym, Krho), N, "numpy")
+    edge_f = function("coercivity.edge_moments", "math")
+    N_f = function("dissipation.generator_factor", "numpy")
     return Characterization(lambda d, sw, m0, m1: edge_f(d, sw, m0, m1) < 0,
                             lambda d, b, r, k0, K: np.asarray(N_f(d, b, r, k0, K)) > 0)
 

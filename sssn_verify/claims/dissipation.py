@@ -23,13 +23,13 @@ from typing import Callable
 import numpy as np
 import sympy as sp
 
+from ..bridge import function
 from ..engine import simulate_gaussian, simulate_transformer
 from ..numeric.kernels import kernel as numeric_kernel
 from ..numeric.rates import c_att, lambda_bar, ratio
 from ..params import ModelParams
 from ..stats import agreement_test, deterministic_check
 from ..symbolic.dissipation import edge_rate
-from ..symbolic.two_point import d as d_sym, k0 as k0_sym, k1 as k1_sym
 from ..strategies import claim_configs
 from ._util import all_deterministic, combine, configs
 from .base import Claim
@@ -58,7 +58,7 @@ class DissipationFormula:
 
 @lru_cache(maxsize=None)
 def _edge_fn():
-    return sp.lambdify((d_sym, k0_sym, k1_sym), edge_rate(), "math")
+    return function("dissipation.edge_rate", "math")
 
 
 def derived_formula() -> DissipationFormula:

@@ -22,12 +22,13 @@ from typing import Callable
 import numpy as np
 import sympy as sp
 
+from ..bridge import function
 from ..engine import simulate_transformer
 from ..numeric.kernels import kernel as numeric_kernel
 from ..numeric.rng import generator, uniform_sphere
 from ..params import ModelParams, check_int, check_real
 from ..stats import agreement_test, mean_ci
-from ..symbolic.ito import SX, X, d as d_sym, general_drift, isotropic_drift_coefficient, k0 as k0_sym, trS, xSx
+from ..symbolic.ito import general_drift, isotropic_drift_coefficient
 from ..strategies import claim_configs
 from ._util import combine, configs, estimates_figure
 from .base import Claim
@@ -56,17 +57,14 @@ class ItoFormula:
 
 @lru_cache(maxsize=None)
 def derived_coefficient() -> Callable[[float, float], float]:
-    """gamma(d, k0) lambdified from the sympy derivation."""
-    return sp.lambdify((d_sym, k0_sym), isotropic_drift_coefficient(), "math")
+    """gamma(d, k0) from the sympy derivation (through the bridge)."""
+    return function("ito_drift.gamma", "math")
 
 
 @lru_cache(maxsize=None)
 def _general_parts():
-    c = sp.expand(general_drift())
-    cx, csx = c.coeff(X), c.coeff(SX)
-    if sp.expand(c - cx * X - csx * SX) != 0:
-        raise ValueError("general drift is not a combination of x and Sigma x")
-    return (sp.lambdify((xSx, trS), cx, "math"), sp.lambdify((xSx, trS), csx, "math"))
+    """c(x) = c_x(x^T Sigma x, tr Sigma) x + c_Sx(...) Sigma x, through the bridge."""
+    return function("ito_drift.general_x", "math"), function("ito_drift.general_sigma_x", "math")
 
 
 def _derived_general(x: np.ndarray, Sigma: np.ndarray) -> np.ndarray:

@@ -21,7 +21,8 @@ from ..activations import get_activation
 from ..numeric.kernels import kernel as numeric_kernel
 from ..numeric.rng import generator
 from ..stats import agreement_test, deterministic_check
-from ..symbolic.kernel import closed_form_kernel, kernel_constants_symbolic, rho, sigma_a, sigma_b, sigma_w
+from ..bridge import function
+from ..symbolic.kernel import closed_form_kernel
 from ..strategies import claim_configs
 from ._util import all_deterministic, combine, configs
 from .base import Claim
@@ -46,15 +47,11 @@ class KernelFormula:
 
 @lru_cache(maxsize=None)
 def _lambdified(name: str):
-    K = closed_form_kernel(name)
-    if K is None or K.has(sp.Integral):   # an unevaluated integral is not a closed form
+    """(K, k0, k1) of the closed form through the bridge, or None without one."""
+    fK = function("kernel.K", "scipy", name)
+    if fK is None:
         return None
-    k0, k1 = kernel_constants_symbolic(name)
-    args = (rho, sigma_w, sigma_b, sigma_a)
-    fK = sp.lambdify(args, K, modules=["numpy", "scipy"])
-    f0 = sp.lambdify(args[1:], k0, modules=["numpy", "scipy"])
-    f1 = (lambda *a: np.inf) if k1 is sp.oo else sp.lambdify(args[1:], k1, modules=["numpy", "scipy"])
-    return fK, f0, f1
+    return fK, function("kernel.k0", "scipy", name), function("kernel.k1", "scipy", name)
 
 
 def _derived_K(name, r, sw, sb, sa):

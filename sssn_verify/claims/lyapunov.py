@@ -16,12 +16,12 @@ from typing import Callable
 
 import sympy as sp
 
+from ..bridge import function
 from ..engine import lyapunov_tangent
 from ..numeric.kernels import kernel as numeric_kernel
 from ..params import ModelParams
 from ..stats import agreement_test
 from ..symbolic.lyapunov import lambda1_tangent
-from ..symbolic.two_point import d as d_sym, k0 as k0_sym, k1 as k1_sym
 from ..strategies import claim_configs
 from ._util import combine, configs, estimates_figure
 from .base import Claim
@@ -47,8 +47,8 @@ DOMAIN = claim_configs(model=("gaussian",), activation=("relu", "tanh", "gelu", 
 
 @lru_cache(maxsize=None)
 def derived_formula() -> Callable[[float, float, float], float]:
-    """lambda_1(d, k0, k1) lambdified from the sympy derivation."""
-    return sp.lambdify((d_sym, k0_sym, k1_sym), lambda1_tangent(), "math")
+    """lambda_1(d, k0, k1) from the sympy derivation (through the bridge)."""
+    return function("lyapunov.lambda1", "math")
 
 
 def estimate(model: str, act: str, d: int, sw: float, sb: float, sa: float, budget: dict, seed: int):

@@ -23,11 +23,12 @@ from typing import Callable
 import numpy as np
 import sympy as sp
 
+from ..bridge import function
 from ..engine import lyapunov_tangent
 from ..numeric.kernels import kernel as numeric_kernel
 from ..params import ModelParams
 from ..stats import agreement_test, deterministic_check
-from ..symbolic.dissipation import relu_edge_rate, relu_region, t_ratio
+from ..symbolic.dissipation import relu_edge_rate, relu_region
 from ..symbolic.lyapunov import lambda1_relu
 from ..strategies import claim_configs
 from ._util import all_deterministic, combine, configs
@@ -52,21 +53,15 @@ class ReluRates:
     region: Callable[[int, float], bool]
 
 
-def _by_name(expr):
-    names = {s.name: s for s in expr.free_symbols}
-    args = [names.get(n, sp.Symbol(n)) for n in ("d", "sigma_w", "sigma_b", "sigma_a")]
-    return sp.lambdify(args, expr, "math")
-
-
 @lru_cache(maxsize=None)
 def derived_formula() -> ReluRates:
-    _, _, _, thr, d_set = relu_region()
-    dsym = next(iter(thr.free_symbols))
-    thr_f = sp.lambdify(dsym, thr, "math")
+    d_set = relu_region()[4]
+    thr_f = function("coercivity.relu_threshold", "math")
 
     def region(d, t):
         return bool(d_set.contains(d)) and t > thr_f(d)
-    return ReluRates(_by_name(lambda1_relu()), _by_name(relu_edge_rate()), region)
+    return ReluRates(function("lyapunov.lambda1_relu", "math"), function("dissipation.edge_rate_relu", "math"),
+                     region)
 
 
 def _k(sw, sb, sa):

@@ -22,7 +22,8 @@ import sympy as sp
 from ..numeric.kernels import kernel as numeric_kernel
 from ..numeric.rng import generator
 from ..stats import agreement_test
-from ..symbolic.two_point import Krho, d as d_sym, k0 as k0_sym, rho as rho_sym, two_point_coefficients
+from ..bridge import function
+from ..symbolic.two_point import two_point_coefficients
 from ..strategies import claim_configs
 from ._util import combine, configs, estimates_figure
 from .base import Claim
@@ -48,9 +49,7 @@ class TwoPointFormula:
 
 @lru_cache(maxsize=None)
 def derived_formula() -> TwoPointFormula:
-    _, b, a = two_point_coefficients()
-    args = (d_sym, rho_sym, k0_sym, Krho)
-    return TwoPointFormula(sp.lambdify(args, b, "math"), sp.lambdify(args, a, "math"))
+    return TwoPointFormula(function("two_point.b", "math"), function("two_point.a", "math"))
 
 
 def one_step_moments(d: int, rho: float, k0: float, K: float, delta: float, n: int,

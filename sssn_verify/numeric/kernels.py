@@ -36,14 +36,14 @@ between the interpolation nodes, plus the quadrature's own fine-vs-coarse differ
 """
 from __future__ import annotations
 
+import hashlib
+import io
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
-import mpmath as mp
-import numba as nb
 import numpy as np
-from numba import njit, prange
 
 from ..activations import Activation, get_activation
 from ..errors import ParameterError
@@ -57,73 +57,33 @@ _R_MAX = 10.0             # radial cut-off: P(R > 10) = e^{-50}
 _Z_MAX = 10.0             # 1-D cut-off
 
 
-# ----------------------------------------------------------------------------- numba evaluation
-@njit(cache=True)
-def _clenshaw(table, x):
-    n = int(table[2])
-    b1 = 0.0
-    b2 = 0.0
-    for k in range(n - 1, 0, -1):
-        b0 = 2.0 * x * b1 - b2 + table[_HEADER + k]
-        b2 = b1
-        b1 = b0
-    return x * b1 - b2 + table[_HEADER]
+# ----------------------------------------------------------------------------- evaluation
+# The njit evaluators (table_kernel, table_gap, table_kernel_matrix) live in numeric/kernel_table.py
+# and are imported on first use: numba costs about a second to import and load, and the
+# Python-level callers here (rates, regime) evaluate the table with numpy instead.
+_NUMBA_NAMES = ("table_kernel", "table_gap", "table_kernel_matrix")
 
 
-@njit(cache=True)
-def table_gap(table, u):
-    """k0 - K(1 - u) for u in [0, 2], relative accuracy kept as u -> 0."""
-    if u <= 0.0:
-        return 0.0
-    if u > 2.0:
-        u = 2.0
-    theta = 2.0 * math.asin(math.sqrt(0.5 * u))
-    x = 2.0 * theta / math.pi - 1.0
-    h = _clenshaw(table, x)
-    if table[1] != 0.0:
-        return math.sqrt(u) * h
-    return u * h
+def __getattr__(name):
+    if name in _NUMBA_NAMES:
+        from . import kernel_table
+        return getattr(kernel_table, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@njit(cache=True)
-def table_kernel(table, rho):
-    """K(rho) for rho in [-1, 1] (clipped)."""
-    if rho >= 1.0:
-        return table[0]
-    if rho < -1.0:
-        rho = -1.0
-    return table[0] - table_gap(table, 1.0 - rho)
+def _gap_array(table: np.ndarray, us: np.ndarray) -> np.ndarray:
+    """k0 - K(1 - u) on an array of u in [0, 2] (numpy; the same formula as kernel_table.table_gap)."""
+    us = np.minimum(us, 2.0)
+    theta = 2.0 * np.arcsin(np.sqrt(0.5 * np.maximum(us, 0.0)))
+    h = np.polynomial.chebyshev.chebval(2.0 * theta / np.pi - 1.0, table[_HEADER:_HEADER + int(table[2])])
+    out = (np.sqrt(us) if table[1] != 0.0 else us) * h
+    return np.where(us <= 0.0, 0.0, out)
 
 
-@njit(cache=True, parallel=True)
-def table_kernel_matrix(table, gram):
-    """K(G_ij) for a Gram matrix G of unit vectors (N x N), symmetric by construction."""
-    n = gram.shape[0]
-    out = np.empty((n, n))
-    for i in prange(n):
-        for j in range(n):
-            if j < i:
-                continue
-            v = table_kernel(table, gram[i, j])
-            out[i, j] = v
-            out[j, i] = v
-    return out
-
-
-@njit(cache=True)
-def _table_gap_array(table, us):
-    out = np.empty(us.shape[0])
-    for i in range(us.shape[0]):
-        out[i] = table_gap(table, us[i])
-    return out
-
-
-@njit(cache=True)
-def _table_kernel_array(table, rhos):
-    out = np.empty(rhos.shape[0])
-    for i in range(rhos.shape[0]):
-        out[i] = table_kernel(table, rhos[i])
-    return out
+def _kernel_array(table: np.ndarray, rhos: np.ndarray) -> np.ndarray:
+    """K(rho) on an array of rho (clipped to [-1, 1])."""
+    rhos = np.maximum(rhos, -1.0)
+    return np.where(rhos >= 1.0, table[0], table[0] - _gap_array(table, 1.0 - rhos))
 
 
 # ----------------------------------------------------------------------------- the object
@@ -144,7 +104,7 @@ class KernelFunction:
     def value(self, rho):
         """K(rho), vectorised; rho must lie in [-1, 1]."""
         arr = _check_rho(rho)
-        out = _table_kernel_array(self.table, np.ascontiguousarray(arr.ravel())).reshape(arr.shape)
+        out = _kernel_array(self.table, arr)
         return float(out) if np.ndim(rho) == 0 else out
 
     __call__ = value
@@ -155,11 +115,12 @@ class KernelFunction:
         if np.any(~np.isfinite(arr)) or np.any(arr < -_RHO_TOL) or np.any(arr > 2 + _RHO_TOL):
             raise ParameterError("u", u, "must lie in [0, 2] (u = 1 - rho)")
         arr = np.clip(arr, 0.0, 2.0)
-        out = _table_gap_array(self.table, np.ascontiguousarray(arr.ravel())).reshape(arr.shape)
+        out = _gap_array(self.table, arr)
         return float(out) if np.ndim(u) == 0 else out
 
     def matrix(self, gram):
         """K applied entrywise to a Gram matrix."""
+        from .kernel_table import table_kernel_matrix
         return table_kernel_matrix(self.table, np.ascontiguousarray(gram, dtype=float))
 
 
@@ -233,6 +194,32 @@ def _theta_to_u(theta):
 
 @lru_cache(maxsize=1024)
 def _unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -> dict:
+    """The sigma_a = 1 table, read from the cache folder when an earlier process built it."""
+    from ..bridge import cache_folder, private_folder, write_atomic
+    key = hashlib.sha256(f"{name}|{sw!r}|{sb!r}|{force_quadrature}|{_source_hash()}".encode()).hexdigest()[:24]
+    path = private_folder(cache_folder() / "kernel_tables") / f"{key}.npy"
+    try:
+        stored = np.load(path, allow_pickle=False)
+        if stored.ndim == 1 and stored.size > 4 + _HEADER:
+            return dict(k0=float(stored[0]), k1=float(stored[1]), error_bound=float(stored[2]),
+                        method="closed form" if stored[3] else "quadrature", table=stored[4:].copy())
+    except (OSError, ValueError, EOFError):
+        pass
+    built = _build_unit_table(name, sw, sb, force_quadrature)
+    head = [built["k0"], built["k1"], built["error_bound"], float(built["method"] == "closed form")]
+    buf = io.BytesIO()
+    np.save(buf, np.concatenate([np.array(head), built["table"]]), allow_pickle=False)
+    write_atomic(path, buf.getvalue())
+    return built
+
+
+@lru_cache(maxsize=1)
+def _source_hash() -> str:
+    """Tables depend on this module's code as well as on the derivations (bridge fingerprint)."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
+def _build_unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -> dict:
     act = get_activation(name)
     jump = act.has_jump
     if sw == 0.0:   # rho does not enter: K is constant
@@ -243,6 +230,7 @@ def _unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -> dict
                     else "quadrature", error_bound=1e-15 * max(1.0, abs(k0)))
     closed = None if force_quadrature else _closed(name)
     if closed is not None:
+        import mpmath as mp
         k0_expr, k1_expr, K_mp = closed
         k0 = float(k0_expr(sw, sb))
         k1 = math.inf if jump else float(k1_expr(sw, sb))
@@ -319,20 +307,13 @@ def _adaptive_chebyshev(h_at, max_n: int, start_n: int = 33):
 
 @lru_cache(maxsize=None)
 def _closed(name: str):
-    """(k0(sw, sb), k1(sw, sb), K_mp(rho, sw, sb)) callables with sigma_a = 1, or None."""
-    import sympy as sp
-
-    from ..symbolic.kernel import closed_form_kernel, kernel_constants_symbolic, rho, sigma_a, sigma_b, sigma_w
-    K = closed_form_kernel(name)
-    if K is None:
+    """(k0(sw, sb), k1(sw, sb), K_mp(rho, sw, sb)) mpmath callables with sigma_a = 1, or None."""
+    from ..bridge import function
+    f_K = function("kernel.K", "mpmath", name)
+    if f_K is None:
         return None
-    k0, k1 = kernel_constants_symbolic(name)
-    K1 = K.subs(sigma_a, 1)
-    f_k0 = sp.lambdify((sigma_w, sigma_b), k0.subs(sigma_a, 1), modules="mpmath")
-    f_k1 = (lambda sw, sb: math.inf) if k1 is sp.oo else sp.lambdify((sigma_w, sigma_b), k1.subs(sigma_a, 1),
-                                                                     modules="mpmath")
-    f_K = sp.lambdify((rho, sigma_w, sigma_b), K1, modules="mpmath")
-    return f_k0, f_k1, f_K
+    f_k0, f_k1 = function("kernel.k0", "mpmath", name), function("kernel.k1", "mpmath", name)
+    return (lambda sw, sb: f_k0(sw, sb, 1)), (lambda sw, sb: f_k1(sw, sb, 1)), (lambda r, sw, sb: f_K(r, sw, sb, 1))
 
 
 # ----------------------------------------------------------------------------- quadrature

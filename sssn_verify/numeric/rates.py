@@ -1,7 +1,8 @@
 """Fast numerics for the synchronization rates (SPEC section 5).
 
-Everything here is a lambdified sympy result of ``symbolic/two_point``, ``lyapunov`` and
-``dissipation``, fed with K from the one kernel bridge ``numeric.kernels``:
+Everything here is a sympy result of ``symbolic/two_point``, ``lyapunov`` and
+``dissipation``, evaluated through the one bridge (``sssn_verify.bridge``) and fed with K
+from the numeric kernel (``numeric.kernels``):
 
 * ``lambda1(d, k0, k1) = ((d-3) k1 - (d-1) k0)/2`` (k1 = inf: +inf for d > 3, -inf for
   d = 2, nan (undetermined) for d = 3);
@@ -11,78 +12,51 @@ Everything here is a lambdified sympy result of ``symbolic/two_point``, ``lyapun
   ``h(u) = -expm1(-beta u)/(beta u)`` (1 at beta = 0), so there is no cancellation near
   rho = 1; the edge limit (u -> 0) is ``-(N/u)(0, k1) = (d-1) k1 - (d-3) k0``.  The sup is
   taken over a dense grid (geometric in u near the edge, uniform elsewhere, rho = -1
-  included) plus the edge limit, then refined by bounded scalar optimisation around the
-  best grid point.  When the edge limit is the sup, ``argmax_rho = 1.0`` (a limit, not
+  included) plus the edge limit, then refined by nested grids (33 points, the bracket
+  shrinking 16x per pass down to 1e-13 + 1e-10 u) around the best grid point.  When the edge limit is the sup, ``argmax_rho = 1.0`` (a limit, not
   attained).  For very large beta (beyond ~700) the interior values underflow: lambda_bar is
   then reported as -0.0 (negative, but below double precision) and its argmax is arbitrary;
 * ``near_sync_rate(d, k0, k1, V) = lambda_edge - 2 lambda_min((V+V^T)/2)``: a lower bound
   on any uniform decay rate (the rate near synchronization in the worst direction);
-* ``c_att(beta, Q, K, V)``: 0 for energy-lowering attention (V = 0; V = v I, v >= 0 with
-  Q^T K = I or beta = 0), else ``2 ||V||_2 (1 + beta ||K^T Q||_2)``.
+* ``c_att(beta, Q, K, V)``: 0 for energy-lowering attention (every head has V_h = 0, or
+  V_h = v_h I, v_h >= 0 with Q_h^T K_h = I or beta = 0), else ``2 ||V||_2 (1 + beta ||K^T Q||_2)``
+  for one head and ``2 (sum_h ||V_h|| + beta sum_h ||V_h|| ||K_h^T Q_h||)`` for H heads
+  (Q, K, V of shape (d, d) or (H, d, d)).
 """
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import numpy as np
-import sympy as sp
-from scipy.optimize import minimize_scalar
 
-from ..params import check_int, check_matrix, check_real
+from ..errors import ParameterError
+from ..params import check_int, check_real
 from .kernels import kernel
 
 _EDGE_GRID = np.geomspace(1e-9, 1e-2, 241)
 _BULK_GRID = np.linspace(1e-2, 2.0, 2400)
 GRID_U = np.concatenate([_EDGE_GRID[:-1], _BULK_GRID])
+_REFINE_POINTS = 33
 
 
-@lru_cache(maxsize=None)
-def _lambda1_fn():
-    from ..symbolic.lyapunov import lambda1_tangent
-    from ..symbolic.two_point import d, k0, k1
-    return sp.lambdify((d, k0, k1), lambda1_tangent(), "numpy")
-
-
-@lru_cache(maxsize=None)
-def _edge_fn():
-    from ..symbolic.dissipation import edge_rate
-    from ..symbolic.two_point import d, k0, k1
-    return sp.lambdify((d, k0, k1), edge_rate(), "numpy")
-
-
-@lru_cache(maxsize=None)
-def _numerator_fn():
-    from ..symbolic.dissipation import beta, q, stable_numerator
-    from ..symbolic.two_point import d, k0, u
-    return sp.lambdify((u, q, d, k0, beta), stable_numerator(), "numpy")
-
-
-@lru_cache(maxsize=None)
-def _c_att_fn():
-    from ..symbolic.dissipation import attention_constant
-    (nV, nKQ, b_), _, C = attention_constant()
-    return sp.lambdify((b_, nV, nKQ), C, "math")
-
-
-@lru_cache(maxsize=None)
-def _near_sync_fn():
-    from ..symbolic.dissipation import near_sync_attention_rate
-    expr = near_sync_attention_rate()
-    (v11,) = [s for s in expr.free_symbols if s.name == "v11"]
-    return sp.lambdify((v11,), expr, "math")
+def _fn(name: str, flavor: str = "numpy"):
+    """A derived expression as a fast callable (the one bridge, cached across processes)."""
+    from ..bridge import function
+    return function(name, flavor)
 
 
 def near_sync_rate(d: int, k0: float, k1: float, V) -> float:
-    """max over directions x of lambda_edge - 2 <V x, x> = lambda_edge - 2 lambda_min((V + V^T)/2).
+    """max over directions x of lambda_edge - 2 <V x, x> = lambda_edge - 2 lambda_min((V + V^T)/2)
+    (V of shape (H, d, d): V is replaced by sum_h V_h).
 
     The expected energy of configurations in a small cap around x changes at rate
     lambda_edge - 2 <V x, x> (symbolic/dissipation.near_sync_attention_rate), so no uniform
     decay rate can be smaller than this value.
     """
-    V = np.atleast_2d(np.asarray(V, dtype=float))
+    V = np.asarray(V, dtype=float)
+    V = np.atleast_2d(V.sum(axis=0) if V.ndim == 3 else V)      # H heads: V -> sum_h V_h (derived)
     lam_min = float(np.linalg.eigvalsh((V + V.T) / 2).min())
-    return lambda_edge(d, k0, k1) + float(_near_sync_fn()(lam_min))
+    return lambda_edge(d, k0, k1) + float(_fn("attention_bound.near_sync_rate", "math")(lam_min))
 
 
 def lambda1(d: int, k0: float, k1: float) -> float:
@@ -94,7 +68,7 @@ def lambda1(d: int, k0: float, k1: float) -> float:
         raise ValueError("k1 is nan")
     if math.isinf(k1):
         return math.nan if d == 3 else math.copysign(math.inf, d - 3)
-    return float(_lambda1_fn()(d, k0, k1))
+    return float(_fn("lyapunov.lambda1")(d, k0, k1))
 
 
 def lambda_edge(d: int, k0: float, k1: float) -> float:
@@ -102,14 +76,14 @@ def lambda_edge(d: int, k0: float, k1: float) -> float:
     d = check_int("d", d, 2)
     if math.isinf(k1):
         return math.inf
-    return float(_edge_fn()(d, k0, k1))
+    return float(_fn("dissipation.edge_rate")(d, k0, k1))
 
 
 def ratio(kf, d: int, beta: float, us: np.ndarray) -> np.ndarray:
     """L2 f / f at rho = 1 - u for u in (0, 2], stable near u = 0 (kf: a numeric kernel)."""
     us = np.asarray(us, dtype=float)
     qs = kf.gap(us) / us
-    num = _numerator_fn()(us, qs, d, kf.k0, beta)
+    num = _fn("dissipation.stable_numerator")(us, qs, d, kf.k0, beta)
     if beta > 0:
         h = -np.expm1(-beta * us) / (beta * us)
         return -np.exp(-beta * us) * num / h
@@ -139,41 +113,79 @@ def lambda_bar_from_kernel(kf, d: int, beta: float) -> tuple[float, float]:
     lo = GRID_U[i - 1] if i > 0 else 0.5 * GRID_U[0]
     hi = GRID_U[i + 1] if i + 1 < GRID_U.size else GRID_U[i]
     best_u, best = GRID_U[i], float(vals[i])
-    if hi > lo:
-        res = minimize_scalar(lambda x: -float(ratio(kf, d, beta, np.array([x]))[0]),
-                              bounds=(lo, hi), method="bounded", options={"xatol": 1e-13 + 1e-10 * lo})
-        if res.success and -res.fun > best:
-            best_u, best = float(res.x), float(-res.fun)
+    tol = 1e-13 + 1e-10 * lo
+    while hi - lo > tol:
+        # nested grids: each pass keeps the two cells around the best point (the bracket shrinks 16x);
+        # the grid points already seen stay candidates, so the sup never decreases
+        us = np.linspace(lo, hi, _REFINE_POINTS)
+        v = ratio(kf, d, beta, us)
+        j = int(np.argmax(v))
+        if v[j] > best:
+            best_u, best = float(us[j]), float(v[j])
+        step = (hi - lo) / (_REFINE_POINTS - 1)
+        lo, hi = max(lo, us[j] - step), min(hi, us[j] + step)
     return best, float(1.0 - best_u)
 
 
+def heads(Q, K, V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Q, K, V as (H, d, d) float arrays: a (d, d) matrix is one head, a scalar s is s I."""
+    arrays = [np.asarray(m, dtype=float) for m in (Q, K, V)]
+    shape = next((a.shape for a in arrays if a.ndim >= 2), (1, 1))
+    d = shape[-1]
+    out = []
+    for name, a in zip("QKV", arrays):
+        if a.ndim == 0:
+            a = float(a) * np.eye(d)
+        if a.ndim == 2:
+            a = a[None]
+        if a.ndim != 3 or a.shape[1:] != (d, d) or (len(shape) == 3 and a.shape[0] != shape[0]):
+            raise ParameterError(name, f"shape {a.shape}", f"must be ({d}, {d}) or (H, {d}, {d}) like the others")
+        if not np.all(np.isfinite(a)):
+            raise ParameterError(name, "<array with non-finite entries>", "entries must be finite")
+        out.append(a)
+    if out[2].shape[0] != out[0].shape[0]:
+        raise ParameterError("V", f"shape {out[2].shape}", "must have as many heads as Q and K")
+    return out[0], out[1], out[2]
+
+
 def energy_lowering(beta: float, Q, K, V, *, atol: float = 1e-12) -> bool:
-    """True when attention can only lower E_beta (C_att = 0, see symbolic/dissipation)."""
-    Q, K, V = (np.asarray(m, dtype=float) for m in (Q, K, V))
-    if not np.any(V):
-        return True
-    d = V.shape[0]
-    v = V[0, 0]
-    scalar_v = v >= 0 and np.allclose(V, v * np.eye(d), rtol=0, atol=atol)
-    return bool(scalar_v and (beta == 0 or np.allclose(Q.T @ K, np.eye(d), rtol=0, atol=atol)))
+    """True when attention can only lower E_beta (C_att = 0, see symbolic/dissipation): every head
+    has V_h = 0, or V_h = v_h I with v_h >= 0 and (Q_h^T K_h = I or beta = 0)."""
+    Q, K, V = heads(Q, K, V)
+    eye = np.eye(V.shape[-1])
+    for Qh, Kh, Vh in zip(Q, K, V):
+        if not np.any(Vh):
+            continue
+        v = Vh[0, 0]
+        if not (v >= 0 and np.allclose(Vh, v * eye, rtol=0, atol=atol)):
+            return False
+        if beta != 0 and not np.allclose(Qh.T @ Kh, eye, rtol=0, atol=atol):
+            return False
+    return True
 
 
 def c_att_general(beta: float, Q, K, V) -> float:
-    """2 ||V||_2 (1 + beta ||K^T Q||_2): bounds |d(1-rho_ij)/dt| / (1-rho_ij) for any Q, K, V."""
-    Q, K, V = (np.asarray(m, dtype=float) for m in (Q, K, V))
-    return float(_c_att_fn()(beta, np.linalg.norm(V, 2), np.linalg.norm(K.T @ Q, 2)))
+    """Bound on |d(1-rho_ij)/dt| / (1-rho_ij) for any heads: 2 ||V||_2 (1 + beta ||K^T Q||_2) for one,
+    2 (S_V + beta S_VKQ) with S_V = sum_h ||V_h||, S_VKQ = sum_h ||V_h|| ||K_h^T Q_h|| for H heads."""
+    Q, K, V = heads(Q, K, V)
+    nV = [float(np.linalg.norm(Vh, 2)) for Vh in V]
+    nKQ = [float(np.linalg.norm(Kh.T @ Qh, 2)) for Qh, Kh in zip(Q, K)]
+    if len(nV) == 1:
+        return float(_fn("attention_bound.c_att", "math")(beta, nV[0], nKQ[0]))
+    return float(_fn("attention_bound.c_att_heads", "math")(
+        beta, math.fsum(nV), math.fsum(a * b for a, b in zip(nV, nKQ))))
 
 
 def c_att(beta: float, Q, K, V) -> float:
-    """C_att(beta, Q, K, V) >= 0 with d/dt E_beta|_att <= C_att E_beta (0 if energy-lowering)."""
+    """C_att(beta, Q, K, V) >= 0 with d/dt E_beta|_att <= C_att E_beta (0 if energy-lowering).
+
+    Q, K, V: (d, d) matrices (one head) or (H, d, d) arrays (H heads).
+    """
     beta = check_real("beta", beta, 0.0)
-    V = np.asarray(V, dtype=float)
-    d = V.shape[0] if V.ndim == 2 else 1
-    Q, K, V = (check_matrix(n, m, d) for n, m in (("Q", Q), ("K", K), ("V", V)))
     if energy_lowering(beta, Q, K, V):
         return 0.0
     return c_att_general(beta, Q, K, V)
 
 
 __all__ = ["lambda1", "lambda_edge", "near_sync_rate", "lambda_bar", "lambda_bar_from_kernel", "ratio", "c_att",
-           "c_att_general", "energy_lowering", "GRID_U"]
+           "c_att_general", "energy_lowering", "heads", "GRID_U"]

@@ -44,13 +44,10 @@ import sympy as sp
 from ..errors import DerivationError
 from . import register
 from .derivation import Derivation
-from .lyapunov import alpha, c_rem, kernel_constants, sigma_a, sigma_b, sigma_w
-from .two_point import Gram, Krho, attention_rho_identity, d, k0, k1, noise_coefficients, rho, u
-
-beta = sp.Symbol("beta", nonnegative=True)
-q = sp.Symbol("q", real=True)           # (k0 - K(1-u)) / u
-t_ratio = sp.Symbol("t", nonnegative=True)   # sigma_b / sigma_w
-M0, M1 = sp.symbols("M0 M1", positive=True)  # E[phi(U)^2], E[phi'(U)^2]
+from .lyapunov import kernel_constants
+from .symbols import (H, M0, M1, Krho, alpha, beta, c_rem, d, k0, k1, norm_KtQ, norm_V, q, rho, sigma_a,
+                      sigma_b, sigma_w, sum_V, sum_VKQ, t_ratio, u)
+from .two_point import Gram, attention_rho_identity, noise_coefficients
 
 
 def energy_profile(positive_beta: bool = True):
@@ -213,10 +210,12 @@ def coercivity() -> Derivation:
 
 
 # ---------------------------------------------------------------- attention
-def energy_identity_residual(n_tokens: int, *, zero_beta: bool = False, factor=1) -> sp.Expr:
-    """dE_beta/dt + (v/N^2) sum_i Z_i |P_{x_i} A_i|^2 for V = v I, Q^T K = I (should be 0).
+def energy_identity_residual(n_tokens: int, *, zero_beta: bool = False, factor=1, heads: int = 1) -> sp.Expr:
+    """dE_beta/dt + (v/N^2) sum_i Z_i |P_{x_i} A_i/v|^2 for V = v I, Q^T K = I (should be 0).
 
-    Computed in the Gram formalism (any d): tokens x_1..x_N with <x_i, x_j> = r_ij.
+    Computed in the Gram formalism (any d): tokens x_1..x_N with <x_i, x_j> = r_ij.  With
+    ``heads`` = H > 1, head h has V_h = v_h I and Q_h^T K_h = I: every head then has the
+    softmax weights e^{beta r_ij}, A_i = sum_h v_h m_i, and the identity holds with v = sum_h v_h.
     """
     n = n_tokens
     names = [f"x{i}" for i in range(n)]
@@ -225,7 +224,8 @@ def energy_identity_residual(n_tokens: int, *, zero_beta: bool = False, factor=1
     known.update({(names[i], names[j]): r[i, j] for (i, j) in r})
     G = Gram(names, known)
     xs = [G.vec(nm) for nm in names]
-    v = sp.Symbol("v", nonnegative=True)
+    v = (sp.Symbol("v", nonnegative=True) if heads == 1 else
+         sp.Add(*[sp.Symbol(f"v{h + 1}", nonnegative=True) for h in range(heads)]))
     # the weights e^{beta r_ij} enter only as positive numbers: name them (w_ij = w_ji, w_ii = e^beta)
     eb = sp.Symbol("e_beta", positive=True)
     w = {(i, j): (sp.S.One if zero_beta else
@@ -248,12 +248,38 @@ def energy_identity_residual(n_tokens: int, *, zero_beta: bool = False, factor=1
 
 
 @lru_cache(maxsize=None)
+def attention_constant_heads():
+    """((beta, S_V, S_VKQ), C_att, bound on the D-term, (sum_h ||V_h||, sum_h ||V_h|| ||K_h^T Q_h||)) for H heads.
+
+    A_i = sum_h V_h m_h(x_i), m_h the softmax mean of head h: |S| <= sum_h ||V_h|| = S_V and
+    |D| <= beta sum_h ||V_h|| ||K_h^T Q_h|| |x_i - x_j| = beta S_VKQ |x_i - x_j|, so C_att is the
+    max over rho in [-1,1] of [2 S_V (1-rho) + (1/2)(1+rho) beta S_VKQ |x_i-x_j|^2]/(1-rho).
+    """
+    h = sp.Idx("h")
+    nV_h, nKQ_h = sp.IndexedBase("norm_V"), sp.IndexedBase("norm_KtQ")
+    sums = (sp.Sum(nV_h[h], (h, 1, H)), sp.Sum(nV_h[h] * nKQ_h[h], (h, 1, H)))
+    bound_S = 2 * sum_V * (1 - rho)               # |S| <= S_V, |x_i + x_j| <= 2
+    dist2 = 2 * (1 - rho)                         # |x_i - x_j|^2
+    bound_D = sp.Rational(1, 2) * (1 + rho) * beta * sum_VKQ * dist2
+    worst = sp.maximum(sp.simplify((bound_S + bound_D) / (1 - rho)), rho, sp.Interval(-1, 1))
+    return (beta, sum_V, sum_VKQ), sp.factor(worst), bound_D, sums
+
+
+def attention_constant_one_head() -> sp.Expr:
+    """C_att for H heads specialised to H = 1 (the sums over heads evaluated at H = 1)."""
+    _, C, _, (sV, sVKQ) = attention_constant_heads()
+    one = {sum_V: sV.subs(H, 1).doit(), sum_VKQ: sVKQ.subs(H, 1).doit()}
+    return sp.factor(C.subs(one).subs({sp.IndexedBase("norm_V")[1]: norm_V,
+                                       sp.IndexedBase("norm_KtQ")[1]: norm_KtQ}))
+
+
+@lru_cache(maxsize=None)
 def attention_constant():
-    """((norm_V, norm_KtQ, beta), bound on the D-term, C_att) for general Q, K, V.
+    """((norm_V, norm_KtQ, beta), bound on the D-term, C_att) for one head (Q, K, V).
 
     C_att = max over rho in [-1,1] of [2 ||V|| (1-rho) + (1/2)(1+rho) beta ||V|| ||K^T Q|| |x_i-x_j|^2]/(1-rho).
     """
-    nV, nKQ, b_ = sp.symbols("norm_V norm_KtQ beta", nonnegative=True)
+    nV, nKQ, b_ = norm_V, norm_KtQ, beta
     bound_S = 2 * nV * (1 - rho)                  # |S| <= ||V||, |x_i + x_j| <= 2
     dist2 = 2 * (1 - rho)                         # |x_i - x_j|^2
     bound_D = sp.Rational(1, 2) * (1 + rho) * b_ * nV * nKQ * dist2
@@ -262,7 +288,7 @@ def attention_constant():
 
 
 @lru_cache(maxsize=None)
-def near_sync_attention_rate() -> sp.Expr:
+def near_sync_attention_rate(heads: int = 1) -> sp.Expr:
     """lim_{rho -> 1} [d(1-rho)/dt]_att / (1 - rho) for two tokens and general V.
 
     Two tokens span a plane and d(1-rho)/dt only involves inner products with them, so the
@@ -272,19 +298,23 @@ def near_sync_attention_rate() -> sp.Expr:
     the result holds for every beta and Q, K.  It is -2 <V x, x> at x = e1, the rate
     attention adds to the energy near synchronization; for N tokens in a cap of radius eps
     the same holds up to O(eps) (every softmax mean is within eps of the cap's centre).
+    With ``heads`` = H > 1 each head has its own V_h and weights q_{h,i}: the result is
+    -2 sum_h <V_h x, x> (entries v11_h).
     """
     t = sp.Symbol("t", real=True)
-    V = sp.Matrix(2, 2, sp.symbols("v11 v12 v21 v22", real=True))
+    tag = [""] if heads == 1 else [f"_{h + 1}" for h in range(heads)]
+    Vs = [sp.Matrix(2, 2, sp.symbols(" ".join(f"v{ij}{g}" for ij in ("11", "12", "21", "22")), real=True))
+          for g in tag]
     xs = [sp.Matrix([1, 0]), sp.Matrix([(1 - t**2) / (1 + t**2), 2 * t / (1 + t**2)])]
-    qs = [sp.Function(f"q{i + 1}")(t) for i in range(2)]
+    qs = [[sp.Function(f"q{i + 1}{g}")(t) for i in range(2)] for g in tag]
 
     def attn(i):
-        return (1 - qs[i]) * V * xs[0] + qs[i] * V * xs[1]
+        return sum(((1 - q[i]) * V * xs[0] + q[i] * V * xs[1] for V, q in zip(Vs, qs)), sp.zeros(2, 1))
 
     vel = [attn(i) - (xs[i].T * attn(i))[0] * xs[i] for i in range(2)]
     num = -((vel[0].T * xs[1])[0] + (xs[0].T * vel[1])[0])
     den = 1 - (xs[0].T * xs[1])[0]
-    equal_rows = {qs[1].subs(t, 0): qs[0].subs(t, 0)}
+    equal_rows = {q[1].subs(t, 0): q[0].subs(t, 0) for q in qs}
     cn = [sp.factor(sp.expand(sp.diff(num, t, k).subs(t, 0).doit().subs(equal_rows))) for k in range(3)]
     cd = [sp.factor(sp.expand(sp.diff(den, t, k).subs(t, 0))) for k in range(3)]
     if cn[0] != 0 or cn[1] != 0 or cd[0] != 0 or cd[1] != 0 or cd[2] == 0:
@@ -318,6 +348,14 @@ def attention_bound() -> Derivation:
            sp.factor(bound_D))
     dv.add("The maximum over $\\rho \\in [-1, 1]$ of the total bound divided by $1 - \\rho$: "
            "$|d(1-\\rho)/dt| \\le C_{\\mathrm{att}} (1 - \\rho)$ with $C_{\\mathrm{att}}$ equal to", C)
+    (_, S_V, S_VKQ), C_heads, _, (sum_v, sum_vkq) = attention_constant_heads()
+    dv.add("$H$ heads, $A_i = \\sum_h V_h m_h(x_i)$ with $m_h$ the softmax mean of head $h$: $|S| \\le S_V$ and "
+           "$|D| \\le \\beta S_{VKQ} |x_i - x_j|$ with", sp.Tuple(sp.Eq(S_V, sum_v), sp.Eq(S_VKQ, sum_vkq)))
+    dv.add("The same maximum over $\\rho$ gives $C_{\\mathrm{att}}$ for $H$ heads", C_heads)
+    diff_one = sp.simplify(attention_constant_one_head() - C)
+    if diff_one != 0:
+        raise DerivationError(f"H = 1 does not give the single-head C_att: {diff_one}")
+    dv.add("$H = 1$ gives back the one-head constant: the difference is", diff_one)
     bb = sp.Symbol("beta", positive=True)
     h = sp.exp(bb) - sp.exp(bb * rho) - bb * sp.exp(bb * rho) * (1 - rho)
     dh = sp.factor(sp.diff(h, rho))
@@ -336,6 +374,12 @@ def attention_bound() -> Derivation:
         res0 = energy_identity_residual(n, zero_beta=True)
         if res0 != 0:
             raise DerivationError(f"beta = 0 energy identity failed for N={n}: {res0}")
+    for n in (2, 3):
+        if energy_identity_residual(n, heads=2) != 0 or energy_identity_residual(n, heads=2, zero_beta=True) != 0:
+            raise DerivationError(f"two-head energy identity failed for N={n}")
+    dv.add("$H$ heads with $V_h = v_h I$, $v_h \\ge 0$ and $Q_h^{\\top} K_h = I$ (or $\\beta = 0$) share the weights "
+           "$e^{\\beta\\rho_{ij}}$, so $A_i = (\\sum_h v_h) m_i$ and the identity below holds with $v = \\sum_h v_h$ "
+           "(verified for $H = 2$, $N = 2, 3$); a head with $V_h = 0$ contributes nothing: the residual", sp.S.Zero)
     dv.add("$V = v I$, $Q^{\\top} K = I$: $dE_\\beta/dt = -\\frac{v}{N^2} \\sum_i Z_i |P_{x_i} A_i / v|^2$ with "
            "$Z_i = \\sum_j e^{\\beta\\rho_{ij}}$, verified symbolically for $N = 2, 3, 4$ (and $\\beta = 0$; any "
            "normalizations $Z_i$) after the symmetrization $\\sum_{i,j} e^{\\beta\\rho_{ij}} (\\langle x_i', x_j\\rangle + "
@@ -346,9 +390,14 @@ def attention_bound() -> Derivation:
            "$\\lim [d(1-\\rho)/dt]/(1-\\rho) = -2 \\langle V x, x\\rangle$. For tokens in a small cap the expected energy "
            "therefore changes at rate $\\lambda_{\\mathrm{edge}} - 2\\langle V x, x\\rangle + o(1)$, and no uniform decay "
            "rate lies below $\\lambda_{\\mathrm{edge}} - 2 \\lambda_{\\min}((V + V^{\\top})/2)$", ns)
-    dv.result = sp.Piecewise((0, sp.Symbol("energy_lowering")), (C, True))
-    dv.extras.update(c_att=sp.sstr(C), near_sync_attention_rate=sp.sstr(ns),
-                     zero_when="V = 0; or V = v I with v >= 0 and (Q^T K = I or beta = 0)")
+    ns2 = near_sync_attention_rate(2)
+    dv.add("Two heads, each with its own $V_h$ and weights: the near-synchronization rate is "
+           "$-2 \\sum_h \\langle V_h x, x\\rangle$, so with $H$ heads $V$ is replaced by $\\sum_h V_h$ in the bound above",
+           ns2)
+    dv.result = sp.Piecewise((0, sp.Symbol("energy_lowering")), (C_heads, True))
+    dv.extras.update(c_att=sp.sstr(C), c_att_heads=sp.sstr(C_heads), near_sync_attention_rate=sp.sstr(ns),
+                     zero_when="every head has V_h = 0, or V_h = v_h I with v_h >= 0 and (Q_h^T K_h = I or "
+                               "beta = 0)")
     return dv
 
 

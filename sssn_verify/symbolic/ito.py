@@ -24,11 +24,7 @@ import sympy as sp
 
 from . import register
 from .derivation import Derivation
-
-d = sp.Symbol("d", positive=True, integer=True)
-k0 = sp.Symbol("k0", positive=True)
-delta = sp.Symbol("delta", positive=True)
-eps = sp.Symbol("epsilon", positive=True)           # eps = sqrt(delta)
+from .symbols import d, eps, k0          # eps = sqrt(delta)
 
 # scalar invariants
 xa, xg, gg, ag, aa = sp.symbols("xa xg gg ag aa", real=True)

@@ -33,9 +33,8 @@ import sympy as sp
 from ..activations import Activation, get_activation, u
 from . import register
 from .derivation import Derivation
+from .symbols import rho, sigma_a, sigma_b, sigma_w
 
-rho = sp.Symbol("rho", real=True)
-sigma_w, sigma_b, sigma_a = sp.symbols("sigma_w sigma_b sigma_a", positive=True)
 c = sp.Symbol("c", real=True)          # Cov(U, V)
 S = sp.Symbol("S", positive=True)      # Var U = Var V
 r = sp.Symbol("r", real=True)          # correlation c/S

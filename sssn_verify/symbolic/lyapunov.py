@@ -25,14 +25,11 @@ import sympy as sp
 from ..errors import DerivationError
 from . import register
 from .derivation import Derivation
-from .two_point import (EXPLICIT_DIMS, affine_in_d, ito_moments, k0, k1, noise_coefficients,
-                        projection_drift_gamma, projector, rho, u, unit)
-
-sigma_w = sp.Symbol("sigma_w", positive=True)
-sigma_b = sp.Symbol("sigma_b", nonnegative=True)
-sigma_a = sp.Symbol("sigma_a", positive=True)
-alpha = sp.Symbol("alpha", positive=True)
-c_rem = sp.Symbol("c", real=True)
+from ..activations import get_activation
+from .kernel import kernel_constants_symbolic, kernel_derivation
+from .symbols import alpha, c_rem, k0, k1, rho, sigma_a, sigma_b, sigma_w, u
+from .two_point import (EXPLICIT_DIMS, affine_in_d, ito_moments, noise_coefficients, projection_drift_gamma,
+                        projector, unit)
 
 
 def field_derivative_covariances():
@@ -110,15 +107,9 @@ def lambda1_two_point() -> sp.Expr:
     return sp.collect(sp.expand(lim), [k0, k1], sp.factor)
 
 
-def _rename(expr, table):
-    """Map free symbols of a foreign expression to ours by name."""
-    expr = sp.sympify(expr)
-    return expr.subs({s: table[s.name] for s in expr.free_symbols if s.name in table})
-
-
 def gaussian_moment_constants(activation) -> tuple[sp.Expr, sp.Expr]:
     """k0 = sa^2 E[phi(U)^2], k1 = sa^2 sw^2 E[phi'(U)^2], U ~ N(0, sw^2 + sb^2), by sympy."""
-    from ..activations import get_activation, u as uu
+    from ..activations import u as uu
     act = get_activation(activation)
     if act.has_jump:
         raise DerivationError(f"{act.name}: phi has a jump, k1 = +inf")
@@ -136,26 +127,12 @@ def gaussian_moment_constants(activation) -> tuple[sp.Expr, sp.Expr]:
 def kernel_constants(activation: str = "relu") -> tuple[sp.Expr, sp.Expr, str]:
     """(k0, k1, source) in sigma_w, sigma_b, sigma_a for a closed-form activation.
 
-    Uses ``symbolic.kernel.kernel_constants_symbolic`` when available (its symbols are
-    matched by name), else :func:`gaussian_moment_constants`.
+    From ``symbolic.kernel.kernel_constants_symbolic`` when it derives a closed form (same
+    symbols: ``symbolic.symbols``), else :func:`gaussian_moment_constants`.
     """
-    table = {"sigma_w": sigma_w, "sigma_b": sigma_b, "sigma_a": sigma_a}
-    try:
-        from .kernel import kernel_constants_symbolic  # another module of the package
-    except ImportError:
-        kernel_constants_symbolic = None
-    if kernel_constants_symbolic is not None:
-        try:
-            out = kernel_constants_symbolic(activation)
-            if isinstance(out, dict):
-                a0, a1 = out["k0"], out["k1"]
-            elif hasattr(out, "k0"):
-                a0, a1 = out.k0, out.k1
-            else:
-                a0, a1 = out[0], out[1]
-            return sp.simplify(_rename(a0, table)), sp.simplify(_rename(a1, table)), "symbolic.kernel"
-        except Exception:  # noqa: BLE001 - fall back to our own Gaussian-moment derivation
-            pass
+    closed = kernel_constants_symbolic(activation)
+    if closed is not None:
+        return closed[0], closed[1], "symbolic.kernel"
     a0, a1 = gaussian_moment_constants(activation)
     return a0, a1, "gaussian moments (sympy)"
 
@@ -169,7 +146,7 @@ def lambda1_relu() -> sp.Expr:
 
 @register("lyapunov")
 def lyapunov(activation: str = "relu") -> Derivation:
-    """lambda_1 = ((d-3) k1 - (d-1) k0)/2, by the tangent flow and by the two-point motion."""
+    """lambda_1 = ((d-3) k1 - (d-1) k0)/2, by the tangent flow and by the two-point motion; k0, k1 of `activation`."""
     dv = Derivation(
         "lyapunov", "Top Lyapunov exponent of the noise-only flow",
         ["noise-only SDE $dX = c(X)\\,dt + P_X W(dt, X)$ with $c(x) = -(d-1) k_0 x/2$ (derived for the two-point "
@@ -201,13 +178,31 @@ def lyapunov(activation: str = "relu") -> Derivation:
     if agree != 0:
         raise DerivationError(f"the two routes to lambda_1 disagree: {agree}")
     dv.add("Difference of the two routes", agree)
-    c0, c1, source = kernel_constants("relu")
-    dv.add(f"ReLU constants $k_0$, $k_1$ (from `{source}`)", sp.Tuple(c0, c1))
-    relu = lambda1_relu()
-    dv.add("ReLU: $\\lambda_1$ in terms of $d$, $\\sigma_w$, $\\sigma_b$, $\\sigma_a$; negative for every $d \\ge 2$", relu)
+    act = get_activation(activation)
     dv.result = sp.Eq(lam_sym, lam)
-    dv.extras.update(lambda1=sp.sstr(lam), lambda1_relu=sp.sstr(relu), routes_agree=True,
-                     relu_constants_source=source)
+    dv.extras.update(lambda1=sp.sstr(lam), routes_agree=True, activation=act.name)
+    if act.name == "relu":
+        c0, c1, source = kernel_constants("relu")
+        dv.add(f"ReLU constants $k_0$, $k_1$ (from `{source}`)", sp.Tuple(c0, c1))
+        relu = lambda1_relu()
+        dv.add("ReLU: $\\lambda_1$ in terms of $d$, $\\sigma_w$, $\\sigma_b$, $\\sigma_a$; negative for every $d \\ge 2$", relu)
+        dv.extras.update(lambda1_relu=sp.sstr(relu), relu_constants_source=source)
+        return dv
+    # another activation: its k0, k1 from the kernel derivation (closed form, or the defining
+    # Gaussian integrals that numeric.kernels evaluates by quadrature)
+    kd = kernel_derivation(act)
+    c0, c1 = kd.extras["k0"], kd.extras["k1"]
+    dv.add(f"$k_0$, $k_1$ for $\\phi(u) = {sp.latex(act.expr)}$ ({kd.extras['method']}, from the kernel derivation)",
+           sp.Tuple(c0, c1))
+    if c1 is sp.oo:
+        dv.add("$\\phi$ has a jump: $k_1 = +\\infty$, so $\\lambda_1 = +\\infty$ for $d > 3$, $-\\infty$ for $d = 2$, "
+               "undetermined for $d = 3$")
+        dv.extras.update(lambda1_activation="oo (d > 3), -oo (d = 2), undetermined (d = 3)")
+        return dv
+    value = lam.subs({k0: c0, k1: c1})
+    dv.add(f"$\\lambda_1$ for $\\phi(u) = {sp.latex(act.expr)}$ in terms of $d$, $\\sigma_w$, $\\sigma_b$, $\\sigma_a$",
+           value if value.has(sp.Integral) else sp.factor(value))
+    dv.extras.update(lambda1_activation=sp.sstr(value), constants_method=kd.extras["method"])
     return dv
 
 

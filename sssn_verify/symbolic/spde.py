@@ -22,7 +22,8 @@ import sympy as sp
 from ..errors import DerivationError
 from . import register
 from .derivation import Derivation
-from .two_point import k0, two_point_coefficients, d as d_sym
+from .symbols import d as d_sym, k0
+from .two_point import two_point_coefficients
 
 
 class TeX(sp.Symbol):

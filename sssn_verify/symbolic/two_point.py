@@ -32,15 +32,7 @@ import sympy as sp
 from ..errors import DerivationError
 from . import register
 from .derivation import Derivation
-
-# the shared symbols of this derivations
-d = sp.Symbol("d", positive=True, integer=True)
-rho = sp.Symbol("rho", real=True)
-k0 = sp.Symbol("k0", positive=True)
-k1 = sp.Symbol("k1", real=True)
-Krho = sp.Symbol("K_rho", real=True)       # K(rho)
-gamma = sp.Symbol("gamma", real=True)
-u = sp.Symbol("u", positive=True)          # u = 1 - rho
+from .symbols import Krho, d, gamma, k0, k1, rho, u   # the shared symbols (K_rho stands for K(rho))
 
 EXPLICIT_DIMS = (2, 3, 4, 5, 6, 7)
 

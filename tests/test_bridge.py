@@ -1,0 +1,125 @@
+"""The one bridge from derivations to numbers (sssn_verify.bridge).
+
+The derived formulas themselves are checked against independent numbers in the tests of
+each derivation; here: the bridge's callables agree with independent quadrature, they are
+kept across processes (a warm process imports no sympy), a tampered cache file is never
+executed, and only declared arguments reach the generated code.
+"""
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.integrate import dblquad
+
+from sssn_verify import bridge
+from sssn_verify.errors import DerivationError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(code: str, cache: Path) -> str:
+    env = dict(os.environ, SSSN_VERIFY_CACHE=str(cache), PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def _relu_kernel_by_quadrature(rho, sw, sb, sa):
+    """sa^2 E[relu(U) relu(V)] by scipy's adaptive 2-D quadrature (no derivation involved)."""
+    S = sw * sw + sb * sb
+    r = (sw * sw * rho + sb * sb) / S
+    q = math.sqrt(max(0.0, 1 - r * r))
+
+    def f(z2, z1):
+        U = math.sqrt(S) * z1
+        V = math.sqrt(S) * (r * z1 + q * z2)
+        return max(U, 0.0) * max(V, 0.0) * math.exp(-(z1 * z1 + z2 * z2) / 2) / (2 * math.pi)
+    return sa * sa * dblquad(f, -9, 9, -9, 9, epsabs=1e-11, epsrel=1e-11)[0]
+
+
+@pytest.mark.parametrize("flavor", ["scipy", "mpmath", "math"])
+def test_kernel_callable_matches_independent_quadrature(flavor):
+    K = bridge.function("kernel.K", flavor, "relu")
+    for rho, sw, sb, sa in ((-0.7, 1.0, 0.5, 1.2), (0.3, 0.8, 0.0, 1.0), (0.95, 1.3, 1.1, 0.7)):
+        assert float(K(rho, sw, sb, sa)) == pytest.approx(_relu_kernel_by_quadrature(rho, sw, sb, sa),
+                                                          rel=1e-8, abs=1e-10)
+
+
+def test_rate_callables_take_arrays_and_scalars():
+    lam = bridge.function("lyapunov.lambda1", "numpy")
+    d = np.array([2, 3, 8])
+    out = lam(d, 1.0, 0.5)
+    assert out.shape == (3,)
+    # ((d-3) k1 - (d-1) k0)/2 written out by hand, an independent evaluation of the printed formula
+    assert np.allclose(out, ((d - 3) * 0.5 - (d - 1) * 1.0) / 2, rtol=1e-15)
+    assert bridge.function("lyapunov.lambda1", "math")(8, 1.0, 0.5) == pytest.approx(-2.25, rel=1e-15)
+
+
+def test_no_closed_form_is_none_and_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("SSSN_VERIFY_CACHE", str(tmp_path))
+    bridge.function.cache_clear()
+    assert bridge.function("kernel.K", "mpmath", "tanh") is None
+    files = list((tmp_path / "bridge").rglob("kernel.K.*.py"))
+    assert len(files) == 1 and "EXPRESSION = None" in files[0].read_text()
+    bridge.function.cache_clear()
+
+
+def test_warm_process_imports_no_sympy_and_gives_the_same_numbers(tmp_path):
+    code = ("import sys\nfrom sssn_verify.bridge import function\n"
+            "from sssn_verify.numeric import rates\n"
+            "print(repr(function('lyapunov.lambda1', 'math')(7, 1.3, 0.4)), "
+            "repr(function('kernel.K', 'mpmath', 'relu')(0.25, 1.0, 0.5, 1.0)), "
+            "repr(rates.lambda_edge(6, 1.0, 0.75)), "
+            "'sympy' in sys.modules, 'numba' in sys.modules, 'scipy.optimize' in sys.modules)\n")
+    cold = _run(code, tmp_path).split()
+    warm = _run(code, tmp_path).split()
+    assert cold[:3] == warm[:3]
+    assert cold[3] == "True"                               # the cold process derived
+    assert warm[3:] == ["False", "False", "False"]         # the warm one only read the cache
+    assert not list(tmp_path.rglob("*.tmp"))               # atomic writes leave no temporaries
+
+
+def test_tampered_cache_file_is_regenerated_not_executed(tmp_path, monkeypatch):
+    monkeypatch.setenv("SSSN_VERIFY_CACHE", str(tmp_path))
+    bridge.function.cache_clear()
+    f = bridge.function("lyapunov.lambda1", "math")
+    path = next((tmp_path / "bridge").rglob("lyapunov.lambda1.math.py"))
+    canary = tmp_path / "canary"
+    text = path.read_text()
+    path.write_text(text.replace("return ", f"open({str(canary)!r}, 'w').close()\n    return ", 1))
+    bridge.function.cache_clear()
+    g = bridge.function("lyapunov.lambda1", "math")
+    assert not canary.exists()
+    assert g(5, 1.0, 2.0) == f(5, 1.0, 2.0) and path.read_text() == text
+    bridge.function.cache_clear()
+
+
+def test_only_declared_arguments_reach_the_code(monkeypatch):
+    import sympy as sp
+    from sssn_verify.symbolic.symbols import d, k0
+    stray = sp.Symbol("__import__('os')")
+    monkeypatch.setitem(bridge.EXPRESSIONS, "test.stray", lambda: ((d,), d * k0 + stray))
+    with pytest.raises(DerivationError, match="not among its arguments"):
+        bridge.generate("test.stray", "math")
+    monkeypatch.setitem(bridge.EXPRESSIONS, "test.badname", lambda: ((sp.Symbol("a b"),), sp.Symbol("a b")))
+    with pytest.raises(DerivationError, match="bad argument names"):
+        bridge.generate("test.badname", "math")
+    with pytest.raises(DerivationError, match="unknown expression"):
+        bridge.function("no.such")
+    with pytest.raises(DerivationError, match="needs"):
+        bridge.function("kernel.K", "math")
+
+
+def test_bridge_is_the_only_code_generator_from_derivations():
+    """No lambdify outside the bridge and the activation compiler; numeric/ imports no sympy."""
+    pkg = ROOT / "sssn_verify"
+    users = sorted(str(p.relative_to(pkg)) for p in pkg.rglob("*.py") if "lambdify(" in p.read_text())
+    assert set(users) <= {"activations.py"}, users
+    numeric = [p.name for p in (pkg / "numeric").glob("*.py") if "import sympy" in p.read_text()]
+    assert numeric == []
