@@ -1,21 +1,37 @@
 """sssn_verify: derive and confirm the formulas of 'stochastic scaling limits and
 synchronization by noise' for deep transformers with random MLP blocks.
 
-The public API is re-exported here; see README.md for the architecture.  Heavy
-modules (engine, regime, verification suite) load on first use.
-"""
-from importlib import import_module
+The public API is re-exported here (see README.md for the architecture and
+docs/mathematics.md for the mathematics).  Every name loads on first use: sympy,
+numba and the kernels cost seconds, and ``sssn-verify regime`` on a warm cache needs
+none of them.
 
-from .activations import Activation, get_activation, registry_names
-from .errors import (ActivationError, CandidateError, ClaimError, DerivationError, ParameterError,
-                     SimulationError, SSSNError)
-from .params import ModelParams
-from .symbolic import Derivation, derive, derivation_names
+Some public functions share their name with the submodule that defines them
+(``regime``, ``verify``).  Importing such a submodule makes Python bind it as an
+attribute of this package, which would hide the function; the package's module class
+refuses that binding, so ``sssn_verify.regime`` is always the function (the submodule
+stays available as ``sys.modules["sssn_verify.regime"]`` and through
+``from sssn_verify.regime import ...``).
+"""
+from __future__ import annotations
+
+import sys
+import types
+from importlib import import_module
 
 __version__ = "0.1.0"
 
-# name -> module that defines it (imported lazily: numba and the kernels cost seconds)
+# name -> module that defines it (imported lazily)
 _LAZY = {
+    "Activation": "sssn_verify.activations", "get_activation": "sssn_verify.activations",
+    "registry_names": "sssn_verify.activations",
+    "SSSNError": "sssn_verify.errors", "ParameterError": "sssn_verify.errors",
+    "ActivationError": "sssn_verify.errors", "DerivationError": "sssn_verify.errors",
+    "CandidateError": "sssn_verify.errors", "ClaimError": "sssn_verify.errors",
+    "SimulationError": "sssn_verify.errors",
+    "ModelParams": "sssn_verify.params",
+    "Derivation": "sssn_verify.symbolic", "derive": "sssn_verify.symbolic",
+    "derivation_names": "sssn_verify.symbolic",
     "kernel": "sssn_verify.numeric.kernels",
     "regime": "sssn_verify.regime", "Regime": "sssn_verify.regime",
     "lambda1": "sssn_verify.numeric.rates", "lambda_bar": "sssn_verify.numeric.rates",
@@ -30,12 +46,25 @@ _LAZY = {
 
 def __getattr__(name):
     if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
+        value = getattr(import_module(_LAZY[name]), name)
+        setattr(sys.modules[__name__], name, value)      # later look-ups skip this function
+        return value
     raise AttributeError(f"module 'sssn_verify' has no attribute {name!r}")
 
 
-__all__ = [
-    "Activation", "get_activation", "registry_names", "ModelParams", "Derivation", "derive",
-    "derivation_names", "SSSNError", "ParameterError", "ActivationError", "DerivationError",
-    "CandidateError", "ClaimError", "SimulationError", *_LAZY,
-]
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+class _Package(types.ModuleType):
+    """The package's module class: a submodule never replaces a public name (see above)."""
+
+    def __setattr__(self, name, value):
+        if name in _LAZY and isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}":
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+__all__ = sorted(_LAZY)
