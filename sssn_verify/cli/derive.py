@@ -2,9 +2,11 @@
 
 ``derive`` without NAME lists the registered derivations (every module of
 ``sssn_verify.symbolic`` registers its own, so new ones appear here automatically);
-``derive all`` prints every one.  For ``kernel`` the output also carries the numeric
-k0, k1, method and error bound at the given sigmas (``sssn_verify.numeric.kernels``) and,
-with ``--rho R``, ``value`` = K(R).
+``derive all`` prints every one.  The options a derivation takes are passed to it
+(``--activation`` for kernel and lyapunov).  For ``kernel`` the output also carries the
+numeric k0, k1, method and error bound at the given sigmas (``sssn_verify.numeric.kernels``)
+and, with ``--rho R``, ``value`` = K(R); for ``lyapunov`` the numeric k0, k1 and
+``lambda1_value`` = lambda_1 at ``--d`` and the sigmas.
 
 JSON conventions: valid JSON (no NaN); an infinite number (k1 of a jump activation) is
 the string ``"inf"`` (``"-inf"`` for minus infinity); k0/k1 are numbers, their symbolic
@@ -16,10 +18,8 @@ import argparse
 import inspect
 import math
 
-import sympy as sp
-
 from ..errors import ParameterError
-from ..params import check_real
+from ..params import check_int, check_real
 from .common import add_kernel_options, print_json
 
 FORMATS = ("text", "latex", "json")
@@ -34,6 +34,7 @@ def register(sub) -> None:
     p.add_argument("name", nargs="?", metavar="NAME", help="derivation name (omit to list them, 'all')")
     add_kernel_options(p)
     p.add_argument("--rho", type=float, default=None, help="also evaluate K(rho), rho in [-1, 1] (kernel)")
+    p.add_argument("--d", type=int, default=3, help="dimension for the value of lambda_1 (lyapunov; default 3)")
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     p.add_argument("--standalone", action="store_true",
                    help="with --format latex: a complete, compilable LaTeX document")
@@ -77,15 +78,30 @@ def _kernel_numbers(args) -> dict:
     return out
 
 
+def _lyapunov_numbers(args) -> dict:
+    """k0, k1 (numeric kernel) and lambda_1 at --d and the sigmas, for the chosen activation."""
+    from ..numeric.kernels import kernel
+    from ..numeric.rates import lambda1
+    kf = kernel(args.activation, args.sigma_w, args.sigma_b, args.sigma_a)
+    return {"activation": kf.activation.name, "d": args.d, "sigma_w": kf.sigma_w, "sigma_b": kf.sigma_b,
+            "sigma_a": kf.sigma_a, "k0": kf.k0, "k1": kf.k1, "method": kf.method,
+            "lambda1_value": lambda1(args.d, kf.k0, kf.k1)}
+
+
+_NUMBERS = {"kernel": _kernel_numbers, "lyapunov": _lyapunov_numbers}
+
+
 def _one(name: str, args) -> dict:
-    from ..symbolic import derive
-    der = derive(name, activation=args.activation, sigma_w=args.sigma_w, sigma_b=args.sigma_b,
-                 sigma_a=args.sigma_a)
-    numbers = _kernel_numbers(args) if name == "kernel" else {}
+    from ..symbolic import derivation_parameters, derive
+    given = {"activation": args.activation, "sigma_w": args.sigma_w, "sigma_b": args.sigma_b,
+             "sigma_a": args.sigma_a}
+    der = derive(name, **{k: v for k, v in given.items() if k in derivation_parameters(name)})
+    numbers = _NUMBERS[name](args) if name in _NUMBERS else {}
     return {"derivation": der, "numbers": numbers}
 
 
 def _render(item: dict, fmt: str):
+    import sympy as sp
     der, numbers = item["derivation"], item["numbers"]
     if fmt == "json":
         out = der.to_dict()
@@ -117,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
     check_sigmas(args.sigma_w, args.sigma_b, args.sigma_a)
     if args.rho is not None:
         check_real("rho", args.rho, -1.0, maximum=1.0)
+    check_int("d", args.d, 2)
     names = derivation_names()
     if args.name is None:
         listing = [{"name": n, "summary": (inspect.getdoc(DERIVATIONS[n]) or "").splitlines()[0]} for n in names]

@@ -36,18 +36,34 @@ def _load_all() -> None:
 
 
 def derive(name: str, **kwargs) -> Derivation:
-    """Run the derivation `name`; keyword arguments it does not take are ignored."""
+    """Run the derivation `name` with its keyword arguments (see :func:`derivation_parameters`).
+
+    A keyword the derivation does not take (e.g. a misspelt ``activaton=``) is a DerivationError.
+    """
     _load_all()
     if name not in DERIVATIONS:
         raise DerivationError(f"unknown derivation {name!r}; known: {', '.join(DERIVATIONS)}")
-    fn = DERIVATIONS[name]
-    accepted = inspect.signature(fn).parameters
-    return fn(**{k: v for k, v in kwargs.items() if k in accepted})
+    accepted = derivation_parameters(name)
+    unknown = sorted(set(kwargs) - set(accepted))
+    if unknown:
+        raise DerivationError(f"derivation {name!r} takes no keyword {', '.join(map(repr, unknown))}; "
+                              f"it takes: {', '.join(accepted) or 'none'}")
+    return DERIVATIONS[name](**kwargs)
+
+
+def derivation_parameters(name: str) -> list[str]:
+    """The keyword arguments derivation `name` accepts (e.g. ``["activation"]`` for kernel)."""
+    _load_all()
+    if name not in DERIVATIONS:
+        raise DerivationError(f"unknown derivation {name!r}; known: {', '.join(DERIVATIONS)}")
+    return list(inspect.signature(DERIVATIONS[name]).parameters)
 
 
 def derivation_names() -> list[str]:
+    """Registered derivations in the order of MODULES (the LaTeX document's), whatever the import order."""
     _load_all()
-    return list(DERIVATIONS)
+    rank = {f"{__name__}.{m}": i for i, m in enumerate(MODULES)}
+    return sorted(DERIVATIONS, key=lambda n: rank.get(DERIVATIONS[n].__module__, len(MODULES)))
 
 
-__all__ = ["Derivation", "Step", "DERIVATIONS", "register", "derive", "derivation_names"]
+__all__ = ["Derivation", "Step", "DERIVATIONS", "register", "derive", "derivation_names", "derivation_parameters"]
