@@ -32,13 +32,13 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
-import keyword
 import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
 from .errors import DerivationError
+from .outputs import private_folder, write_atomic
 
 FLAVORS = ("math", "numpy", "scipy", "mpmath")
 
@@ -148,6 +148,28 @@ def _kernel(part: str, activation: str):
     return (S.sigma_w, S.sigma_b, S.sigma_a), (k0 if part == "k0" else k1)
 
 
+def _spectrum():
+    S, sp_mod = _S(), _sym("spectrum")
+    return (sp_mod.i_idx, S.d, S.k0, S.k1), sp_mod.spectrum()
+
+
+def _variance_rate():
+    S = _S()
+    return (S.k0, S.k1), _sym("spectrum").variance_rate_tangent()
+
+
+def _passage(part: str):
+    """First passage of the log-distance: functions of (m, sigma^2, a[, t]) (symbolic.spectrum)."""
+    sp_mod = _sym("spectrum")
+    args = (sp_mod.drift_m, sp_mod.sigma2, sp_mod.a_lvl)
+    if part in ("mean", "variance", "p_reach_away"):
+        return args, sp_mod.passage_moments()[part]
+    if part == "cdf":
+        return args + (sp_mod.t,), sp_mod.image_density()[1]
+    mu_s, scale = sp_mod.scipy_invgauss_parameters()
+    return args, (mu_s if part == "mu" else scale)
+
+
 #: derivation name -> builder (param) -> (argument symbols, sympy expression) or None
 EXPRESSIONS: dict[str, Callable] = {
     "lyapunov.lambda1": _lambda1,
@@ -166,6 +188,10 @@ EXPRESSIONS: dict[str, Callable] = {
     "ito_drift.general_sigma_x": lambda: _ito_general("sigma_x"),
     "two_point.b": lambda: _two_point("b"),
     "two_point.a": lambda: _two_point("a"),
+    "spectrum.lambda_i": _spectrum,
+    "spectrum.variance_rate": _variance_rate,
+    **{f"spectrum.passage_{part}": (lambda part=part: _passage(part))
+       for part in ("mean", "variance", "p_reach_away", "cdf", "mu", "scale")},
     "kernel.K": lambda activation: _kernel("K", activation),
     "kernel.k0": lambda activation: _kernel("k0", activation),
     "kernel.k1": lambda activation: _kernel("k1", activation),
@@ -180,14 +206,6 @@ def _root() -> Path:
     root = os.environ.get("SSSN_VERIFY_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "sssn_verify")
     return Path(root)
-
-
-def private_folder(path: Path) -> Path:
-    """Create `path` (user-only permissions) or accept it if it is ours."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if hasattr(os, "getuid") and path.stat().st_uid != os.getuid():
-        raise DerivationError(f"cache folder {path} belongs to another user; set SSSN_VERIFY_CACHE")
-    return path
 
 
 @lru_cache(maxsize=1)
@@ -238,32 +256,30 @@ def _printer(flavor: str, allowed: set[str]):
 def generate(name: str, flavor: str, param: str | None = None) -> str:
     """The Python source of function `name` (sympy runs here, and only here)."""
     built = EXPRESSIONS[name](param) if name in FAMILIES else EXPRESSIONS[name]()
-    if built is None:
-        return "EXPRESSION = None\n"
+    return "EXPRESSION = None\n" if built is None else _source(name, flavor, built)
+
+
+def _source(name: str, flavor: str, built) -> str:
+    """Source of ``f(a0, a1, ...)``: the arguments are renamed a0, a1, ... (same assumptions), so no
+    symbol name, ours or a user's, ever reaches the generated text."""
+    import sympy as sp
     args, expr = built
-    names = [a.name for a in args]
-    if any(not n.isidentifier() or keyword.iskeyword(n) or n.startswith("_") for n in names) \
-            or len(set(names)) != len(names):
-        raise DerivationError(f"bridge: bad argument names {names} for {name}")
-    missing = {s.name for s in expr.free_symbols} - set(names)
+    many = isinstance(expr, (list, tuple, sp.Tuple))
+    items = [sp.sympify(e) for e in expr] if many else [sp.sympify(expr)]
+    if len(set(args)) != len(args) or not all(isinstance(a, sp.Symbol) for a in args):
+        raise DerivationError(f"bridge: the arguments of {name} must be distinct symbols, got {list(args)}")
+    missing = set().union(*(e.free_symbols for e in items)) - set(args)
     if missing:
-        raise DerivationError(f"bridge: {name} depends on {sorted(missing)}, not among its arguments {names}")
-    printer = _printer(flavor, set(names))
-    body = printer.doprint(expr)
+        raise DerivationError(f"bridge: {name} depends on {sorted(map(str, missing))}, not among its arguments "
+                              f"{[a.name for a in args]}")
+    safe = {a: sp.Symbol(f"a{i}", **a.assumptions0) for i, a in enumerate(args)}
+    items = [e.xreplace(safe) for e in items]
+    printer = _printer(flavor, {s.name for s in safe.values()})
+    body = printer.doprint(items if many else items[0])
     imports = "".join(f"import {m}\n" for m in sorted(printer.module_imports))
-    return (f"{imports}\nEXPRESSION = {name!r}\n\n\ndef f({', '.join(names)}):\n"
+    signature = ", ".join(s.name for s in safe.values())
+    return (f"{imports}\nEXPRESSION = {name!r}\n\n\ndef f({signature}):\n"
             f"    return {body}\n")
-
-
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write `data` to a temporary file next to `path`, then rename it into place."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def _load(path: Path, label: str):
@@ -281,6 +297,18 @@ def _load(path: Path, label: str):
     return True, namespace.get("f")
 
 
+def compile_expression(args, expr, flavor: str = "numpy") -> Callable:
+    """A callable of a sympy expression built at run time (e.g. a user's statement, already parsed
+    by :mod:`sssn_verify.expr`): the same printers and checks as :func:`function`, kept in memory
+    only (there is no derivation name to key a cache file by)."""
+    if flavor not in FLAVORS:
+        raise DerivationError(f"bridge: flavor must be one of {', '.join(FLAVORS)}, got {flavor!r}")
+    body = _source("<run time>", flavor, (tuple(args), expr))
+    namespace: dict = {"__name__": "sssn_verify_bridge_runtime"}
+    exec(compile(body, "<sssn_verify.bridge>", "exec"), namespace)   # printed from a checked tree
+    return namespace["f"]
+
+
 @lru_cache(maxsize=None)
 def function(name: str, flavor: str = "numpy", param: str | None = None) -> Callable | None:
     """The callable of derived expression `name` (None: this family member has no closed form)."""
@@ -296,11 +324,12 @@ def function(name: str, flavor: str = "numpy", param: str | None = None) -> Call
     if found:
         return fn
     body = generate(name, flavor, param)
-    write_atomic(path, _HEADER + "# sha256 " + hashlib.sha256(body.encode()).hexdigest() + "\n" + body)
+    write_atomic(path, _HEADER + "# sha256 " + hashlib.sha256(body.encode()).hexdigest() + "\n" + body,
+                 mode=0o600, what="cache")
     found, fn = _load(path, label)
     if not found:     # pragma: no cover - the folder changed under us
         raise DerivationError(f"bridge: cannot read back {path}")
     return fn
 
 
-__all__ = ["function", "generate", "cache_folder", "private_folder", "write_atomic", "fingerprint", "EXPRESSIONS", "FAMILIES", "FLAVORS"]
+__all__ = ["function", "compile_expression", "generate", "cache_folder", "fingerprint", "EXPRESSIONS", "FAMILIES", "FLAVORS"]

@@ -85,7 +85,8 @@ def _atom_functions(atom: sp.Basic):
     g = atom.lhs - atom.rhs
     args = [_SYMBOLS[n] for n in QUANTITIES]
     grad = [sp.diff(g, s) for s in args]
-    return sp.lambdify(args, g, "numpy"), sp.lambdify(args, grad, "numpy")
+    from .bridge import compile_expression
+    return compile_expression(args, g, "numpy"), compile_expression(args, grad, "numpy")
 
 
 def _atom(atom, values, errors):

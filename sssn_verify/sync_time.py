@@ -1,4 +1,4 @@
-"""The law of synchronization (SPEC section 8), in numbers: the Lyapunov spectrum, the variance
+"""The law of synchronization (docs/mathematics.md, section 8), in numbers: the Lyapunov spectrum, the variance
 rate of the log-distance and the law of the first time two tokens come within eps.
 
 Every formula is lambdified from ``symbolic.spectrum`` (nothing typed in):
@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-import sympy as sp
-from scipy import optimize, stats
 
+from .bridge import function
 from .errors import ParameterError
 from .params import ModelParams, check_int, check_real
 from .stats import _jsonable
@@ -29,34 +28,19 @@ from .stats import _jsonable
 QUANTILE_LEVELS = (0.1, 0.5, 0.9)
 
 
-@lru_cache(maxsize=None)
 def _spectrum_fn():
-    from .symbolic.spectrum import i_idx, spectrum
-    from .symbolic.two_point import d, k0, k1
-    return sp.lambdify((i_idx, d, k0, k1), spectrum(), "numpy")
+    return function("spectrum.lambda_i", "numpy")
 
 
-@lru_cache(maxsize=None)
 def _variance_fn():
-    from .symbolic.spectrum import variance_rate_tangent
-    from .symbolic.two_point import k0, k1
-    return sp.lambdify((k0, k1), variance_rate_tangent(), "math")
+    return function("spectrum.variance_rate", "math")
 
 
 @lru_cache(maxsize=None)
 def _law_fns():
     """(mean, variance, p_reach for m < 0, cdf, invgauss (mu, scale)) as callables of (m, sigma^2, a[, t])."""
-    from .symbolic.spectrum import (a_lvl, drift_m, image_density, passage_moments,
-                                    scipy_invgauss_parameters, sigma2, t)
-    mom = passage_moments()
-    _, cdf, _ = image_density()
-    mu_s, scale = scipy_invgauss_parameters()
-    args = (drift_m, sigma2, a_lvl)
-    return {"mean": sp.lambdify(args, mom["mean"], "math"),
-            "variance": sp.lambdify(args, mom["variance"], "math"),
-            "p_reach_away": sp.lambdify(args, mom["p_reach_away"], "math"),
-            "cdf": sp.lambdify(args + (t,), cdf, ["scipy", "numpy"]),
-            "mu": sp.lambdify(args, mu_s, "math"), "scale": sp.lambdify(args, scale, "math")}
+    return {part: function(f"spectrum.passage_{part}", "scipy" if part == "cdf" else "math")
+            for part in ("mean", "variance", "p_reach_away", "cdf", "mu", "scale")}
 
 
 def lyapunov_spectrum(d: int, k0: float, k1: float) -> np.ndarray:
@@ -104,6 +88,7 @@ class SyncTimeLaw:
         """The frozen scipy.stats.invgauss law (lambda_1 < 0 only)."""
         if not self.lambda1 < 0:
             raise ParameterError("lambda_1", self.lambda1, "must be < 0 for an inverse Gaussian law")
+        from scipy import stats
         f = _law_fns()
         return stats.invgauss(f["mu"](*self._args), scale=f["scale"](*self._args))
 
@@ -141,6 +126,7 @@ class SyncTimeLaw:
             hi *= 2.0
             if hi > 1e300:
                 return math.inf
+        from scipy import optimize
         return float(optimize.brentq(lambda x: float(self.cdf(x)) - q, 0.0, hi, xtol=1e-14 * hi,
                                      rtol=1e-13))
 
@@ -156,6 +142,8 @@ class SyncTimeLaw:
 
     def depth(self, alpha: float, delta: float) -> float:
         """L(eps0, eps, alpha) = ceil(t_{1-alpha} / delta) layers of step delta (inf if never)."""
+        import sympy as sp
+
         from .symbolic.spectrum import delta as dsym, depth_formula, t_alpha
         delta = check_real("delta", delta, 0.0, strict=True)
         ta = self.time_for_alpha(alpha)
