@@ -1,6 +1,6 @@
 """Benchmark: the numba engine against a plain vectorised numpy transformer.
 
-Both simulate the finite-width transformer of SPEC section 1 (ReLU, Q = K = V = I) on the
+Both simulate the finite-width transformer of docs/mathematics.md, section 1 (ReLU, Q = K = V = I) on the
 four sizes of issue 3.  The numpy implementation is the obvious one: batched matmul over
 paths, a numpy Generator drawing the literal weights (W: d x m, b: m, A: m x d per layer and
 path).  The engine runs with mode="auto" (exact-in-law sampling where it is cheaper).

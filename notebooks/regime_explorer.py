@@ -18,7 +18,7 @@
 # `tanh(u) + 0.1*u`), the dimension `d`, the MLP scales `sigma_w, sigma_b, sigma_a`, the
 # inverse temperature `beta` and whether attention (`Q = K = V = I`) is on.  The explorer shows
 #
-# * the kernel constants `k0 = K(1)`, `k1 = K'(1)` and the rates of SPEC section 5:
+# * the kernel constants `k0 = K(1)`, `k1 = K'(1)` and the rates of docs/mathematics.md, section 5:
 #   `lambda_1 = ((d-3) k1 - (d-1) k0)/2` (two-point synchronization when `< 0`),
 #   `lambda_bar(beta)` with the `rho` where its supremum sits, and the attention constant
 #   `C_att` (energy dissipation when `lambda_bar + C_att < 0`), from `sssn_verify.regime`;

@@ -18,9 +18,9 @@
 # states**: tokens collapse inside each cluster quickly, but well-separated clusters barely
 # see each other (their softmax weights are of order `exp(-beta (1 - <x, y>))`), so they stay
 # apart for times of order `exp(beta)`.  The random MLP blocks add a noise that is *common* to
-# all tokens (SPEC section 3).  When the top Lyapunov exponent of the noise-only flow is
+# all tokens (docs/mathematics.md, section 3).  When the top Lyapunov exponent of the noise-only flow is
 # negative, `lambda_1 < 0`, that noise pushes nearby tokens together at exponential rate
-# `lambda_1`, and the clusters merge (SPEC section 6).  When `lambda_1 > 0` it does not.
+# `lambda_1`, and the clusters merge (docs/mathematics.md, section 6).  When `lambda_1 > 0` it does not.
 #
 # This notebook simulates the limiting SDE (projected Euler scheme of `sssn_verify.engine`)
 #
@@ -235,7 +235,7 @@ print(f"Mann-Whitney (attention + noise vs noise only): U = {test.statistic:.0f}
 # ### The network itself: a finite-width transformer
 #
 # The SDE is the limit `L, m -> infinity`.  The same experiment (attention + ReLU noise) through
-# the transformer of SPEC section 1, `L = STEPS` layers (`delta = T / L`) and MLP width `m`,
+# the transformer of docs/mathematics.md, section 1, `L = STEPS` layers (`delta = T / L`) and MLP width `m`,
 # from the same clusters.  The Mann-Whitney p-values compare each width's synchronization
 # times with the SDE's (at the default sizes, m = 64 is indistinguishable from the limit).
 
@@ -275,7 +275,7 @@ for m in WIDTHS:
 # %% [markdown]
 # ## An activation with `lambda_1 > 0` does not synchronize
 #
-# For the noise-only flow, `lambda_1 = ((d-3) k1 - (d-1) k0)/2` (SPEC section 5), so in
+# For the noise-only flow, `lambda_1 = ((d-3) k1 - (d-1) k0)/2` (docs/mathematics.md, section 5), so in
 # `d = 3` it is negative for every activation; `phi(u) = sin(3u)` makes it positive as soon
 # as `d >= 4` (its `k1 = K'(1)` is large).  We compare ReLU and `sin(3u)` in `d = 4` (the same
 # three clusters, now on `S^3`), noise only and with attention.

@@ -251,7 +251,7 @@ def simulate_transformer(params: ModelParams, depth: int, width: int, n_paths: i
                          init=None, mode: str = "auto", betas: Sequence[float] = (),
                          store_every: int = 0, progress: bool | None = None,
                          rtol: float = DEFAULT_RTOL) -> SimulationResult:
-    """The finite-width transformer of SPEC section 1 (L = depth layers, MLP width m = width).
+    """The finite-width transformer of docs/mathematics.md, section 1 (L = depth layers, MLP width m = width).
 
     mode: "literal" draws the weights (w, b, a) themselves; "exact" samples the
     pre-activations and outputs the tokens see, exactly in law (fewer draws); "auto" picks
@@ -380,7 +380,7 @@ def lyapunov_tangent(params: ModelParams, model: str = "transformer", depth: int
 
     model: "transformer" (finite width m = width, exact-in-law or literal Jacobian action),
     "gaussian" (m = infinity) or "sde" (projected Euler, depth steps).  Attention acts on a
-    single token as A(x) = sum_h V_h x (set V = 0 for the noise-only flow of SPEC section 5).
+    single token as A(x) = sum_h V_h x (set V = 0 for the noise-only flow of docs/mathematics.md, section 5).
 
     n_vectors = 1: the top exponent lambda_1; per-path rates log|v_T| / T (P,), running (P, L+1)
     cumulative log-growth, their mean and standard error.  n_vectors = k > 1: the k top

@@ -63,7 +63,7 @@ PREAMBLE = (r"""\documentclass[11pt]{article}
 computed. Each section states its assumptions, numbers its derivation steps and ends with
 the result, which refers back to them and to the claim of the verification suite
 (\texttt{sssn-verify verify}) that checks it numerically (Section~\ref{sec:claims}).
-Conventions: sections 1--5 of the project's specification.
+Conventions: sections 1--5 of \texttt{docs/mathematics.md}, the project's mathematical reference.
 \tableofcontents
 """)
 

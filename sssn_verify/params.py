@@ -1,6 +1,6 @@
 """The validated parameter object shared by every module.
 
-`ModelParams` holds the model of SPEC section 1 (d, N, T, beta, Q/K/V,
+`ModelParams` holds the model of docs/mathematics.md, section 1 (d, N, T, beta, Q/K/V,
 activation, sigma_w, sigma_b, sigma_a).  Simulation sizes (depth L, width m,
 paths) are validated with the same helpers where they are used.
 """
@@ -92,7 +92,7 @@ def load_attention(path: str) -> dict[str, np.ndarray]:
 
 @dataclass(frozen=True)
 class ModelParams:
-    """The model of SPEC section 1.
+    """The model of docs/mathematics.md, section 1.
 
     Tokens on S^{d-1}; attention with H heads
     ``A_i = sum_h V_h sum_j softmax_j(beta <Q_h x_i, K_h x_j>) x_j``; MLP noise with

@@ -1,4 +1,4 @@
-"""Regime explorer: the synchronization rates of one parameter set (SPEC sections 5-6).
+"""Regime explorer: the synchronization rates of one parameter set (docs/mathematics.md, sections 5-6).
 
 ``regime(params)`` returns k0, k1 (numeric kernel bridge), lambda_1, lambda_bar(beta) with
 its argmax, the edge value, C_att, the Lyapunov spectrum (d-1 values, descending) and the
@@ -13,7 +13,7 @@ log-distance variance rate sigma^2 (``sync_time``), and two verdicts:
   exactly -2 <V x, x> near synchronization, derived in symbolic/dissipation), so no uniform
   exponential dissipation holds; None (undetermined) otherwise.  The true best rate lies in
   ``[rate_lower_bound, lambda_bar + C_att]``.
-  (A research decision: "dissipation" means the uniform exponential bound of SPEC section 5.)
+  (A research decision: "dissipation" means the uniform exponential bound of docs/mathematics.md, section 5.)
 
 Non-finite numbers (k1 = inf for jumps) appear in ``to_dict()`` as the strings "inf"/"-inf"
 and nan as None, so that the JSON stays standard.

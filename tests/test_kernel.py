@@ -82,7 +82,7 @@ def test_smooth_closed_forms_match_mpmath_quadrature(name, r_, sig):
 
 
 def test_relu_closed_form_with_and_without_bias_matches_the_arc_cosine_oracle():
-    """The lead's hand formula (SPEC conventions), used only as an oracle."""
+    """The lead's hand formula (the conventions of docs/mathematics.md), used only as an oracle."""
     K = closed_numpy("relu")
     for sw, sb, sa in [(1.0, 0.0, 1.0), (1.3, 0.7, 0.5), (0.4, 2.0, 1.7)]:
         for r_ in np.linspace(-1, 1, 9):

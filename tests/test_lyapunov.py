@@ -128,7 +128,7 @@ def test_one_step_monte_carlo_confirms_lambda1(case):
              "flipped k1 sign": (-(dim - 3) * kk1 - (dim - 1) * kk0) / 2,
              "missing 1/2": (dim - 3) * kk1 - (dim - 1) * kk0}
     if name == "sin3":
-        assert lam > 0        # the positive-exponent case of SPEC section 6
+        assert lam > 0        # the positive-exponent case of docs/mathematics.md, section 6
     for seed in (5, 6):
         rng = np.random.default_rng([seed, dim])
         h = 2e-3 / max(1.0, kk0 + kk1)

@@ -1,6 +1,6 @@
 """The shared phase-diagram figure against the hand-derived ReLU edge rate.
 
-Oracle (SPEC conventions, by hand): for ReLU lambda_1 = -(sa^2/4)(2 sw^2 + (d-1) sb^2) < 0 and,
+Oracle (the conventions of docs/mathematics.md, by hand): for ReLU lambda_1 = -(sa^2/4)(2 sw^2 + (d-1) sb^2) < 0 and,
 at beta = 0 where the sup of L2 f / f sits at the rho -> 1 edge, sign(lambda_bar) =
 sign((sa^2/2)(2 sw^2 - (d-3) sb^2)).  So the region code is 3 (both negative) iff the edge
 value is negative and 1 (lambda_1 only) otherwise; checked at grid points where the edge

@@ -1,4 +1,4 @@
-"""The Lyapunov spectrum, the log-distance variance and the synchronization-time law (SPEC section 8).
+"""The Lyapunov spectrum, the log-distance variance and the synchronization-time law (docs/mathematics.md, section 8).
 
 The sympy results are compared with independent numbers: the kernel constants by quadrature
 (numeric.kernels), numpy's inverse-Gaussian sampler (``Generator.wald``), numerical Laplace

@@ -1,4 +1,4 @@
-"""Monte Carlo confirmations of issue 4 with the engine (SPEC sections 5-7).
+"""Monte Carlo confirmations of issue 4 with the engine (docs/mathematics.md, sections 5-7).
 
 1. lambda_1 from the tangent flow of the *finite-width* transformer (m = 64, V = 0) for ReLU
    without and with bias, tanh, GELU and sin(3u) (lambda_1 > 0): per-path rates

@@ -1,6 +1,6 @@
 """The claims registry: ``CLAIMS`` maps a claim's name to its :class:`Claim`.
 
-One module per claim (in SPEC order).  A claim whose building blocks (a
+One module per claim (in the order of docs/mathematics.md).  A claim whose building blocks (a
 derivation module, the engine) are not importable is left out of ``CLAIMS``
 and listed in ``UNAVAILABLE`` with the reason: a claim is never faked.
 """

@@ -1,4 +1,4 @@
-"""Claim `coercivity`: which activations dissipate (lambda_bar < 0), as Gaussian moments (SPEC section 5).
+"""Claim `coercivity`: which activations dissipate (lambda_bar < 0), as Gaussian moments (docs/mathematics.md, section 5).
 
 Derived (sympy, ``derive("coercivity")``): lambda_bar < 0 iff
   * edge:     (d-1) sw^2 E[phi'(U)^2] < (d-3) E[phi(U)^2],   U ~ N(0, sw^2 + sb^2), and

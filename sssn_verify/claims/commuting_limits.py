@@ -1,6 +1,6 @@
 """Claim `commuting_limits`: the limits L -> infinity and m -> infinity commute (Theorem 1.1 analogue).
 
-Both iterated limits are the SDE of SPEC section 3: the finite-width transformer at *fixed*
+Both iterated limits are the SDE of docs/mathematics.md, section 3: the finite-width transformer at *fixed*
 small width m converges, as L -> infinity, to the same SDE (its per-layer noise has the exact
 covariance K for every m, non-Gaussian corrections vanish over many layers), and the
 Gaussian transformer (m = infinity first) converges to it as L -> infinity.
@@ -63,7 +63,7 @@ def check(limit, budget: dict, seed: int, level: float):
 CLAIM = Claim(
     name="commuting_limits",
     title="The limits L -> inf and m -> inf commute",
-    statement="lim_m lim_L = lim_L lim_m = the SDE of SPEC section 3: at large L the finite-width transformer "
+    statement="lim_m lim_L = lim_L lim_m = the SDE of docs/mathematics.md, section 3: at large L the finite-width transformer "
               "at fixed small m, and the Gaussian transformer (m = inf), both match the SDE in law.",
     derivation=None,
     formula=derived_formula,

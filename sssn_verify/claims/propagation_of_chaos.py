@@ -1,5 +1,5 @@
 """Claim `propagation_of_chaos`: at fixed noise, the empirical measure of N tokens approaches that
-of a much larger reference system (SPEC section 4):
+of a much larger reference system (docs/mathematics.md, section 4):
 
     E W_2^2(mu^N_t, mu^ref_t) decays at least like N^{-1/2}   (d < 4).
 

@@ -1,4 +1,4 @@
-"""Claim `synchronization`: synchronization by noise (SPEC section 6).
+"""Claim `synchronization`: synchronization by noise (docs/mathematics.md, section 6).
 
 If lambda_1 < 0, two nearby tokens driven by the same noise approach each other at the
 exponential rate lambda_1; if lambda_1 > 0 (e.g. phi = sin(3u) in d = 4) they separate.

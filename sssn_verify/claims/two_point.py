@@ -1,4 +1,4 @@
-"""Claim `two_point`: the overlap rho = <X_i, X_j> of two tokens is a diffusion (SPEC section 5)
+"""Claim `two_point`: the overlap rho = <X_i, X_j> of two tokens is a diffusion (docs/mathematics.md, section 5)
 with noise-part drift b(rho) and squared diffusion a(rho) as derived by sympy.
 
 Checker: one layer of the noise-only model from x = e1, y = rho e1 + sqrt(1-rho^2) e2,

@@ -1,4 +1,4 @@
-"""``sssn-verify verify``: run the verification suite (SPEC section 7)."""
+"""``sssn-verify verify``: run the verification suite (docs/mathematics.md, section 7)."""
 from __future__ import annotations
 
 import argparse

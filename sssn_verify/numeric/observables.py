@@ -70,7 +70,7 @@ def energy_beta_scaled(X, beta):
 
 @njit(cache=True)
 def energy_beta(X, beta):
-    """E_beta of SPEC section 5 (E_0 for beta = 0)."""
+    """E_beta of docs/mathematics.md, section 5 (E_0 for beta = 0)."""
     if beta == 0.0:
         return energy0(X)
     scaled = energy_beta_scaled(X, beta)

@@ -1,4 +1,4 @@
-"""Fast numerics for the synchronization rates (SPEC section 5).
+"""Fast numerics for the synchronization rates (docs/mathematics.md, section 5).
 
 Everything here is a sympy result of ``symbolic/two_point``, ``lyapunov`` and
 ``dissipation``, evaluated through the one bridge (``sssn_verify.bridge``) and fed with K

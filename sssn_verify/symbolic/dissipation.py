@@ -2,7 +2,7 @@
 
 Noise part of the two-point generator (from ``two_point``): ``L2 f = b f' + a f''/2`` with
 ``f(rho) = e^beta - e^{beta rho}`` (``1 - rho`` for beta = 0) and
-``lambda_bar(beta) = sup_{rho in [-1,1)} L2 f / f`` (SPEC section 5).
+``lambda_bar(beta) = sup_{rho in [-1,1)} L2 f / f`` (docs/mathematics.md, section 5).
 
 * ``f'' = beta f'``, so ``L2 f / f = (f'/f) N`` with ``N = b + beta a/2``.  With
   ``rho = 1 - u`` and ``K(rho) = k0 - u q`` (``q = (k0 - K)/u -> k1``), ``N/u`` is a

@@ -1,4 +1,4 @@
-"""The Itô drift created by the radial projection (SPEC section 3), derived by sympy.
+"""The Itô drift created by the radial projection (docs/mathematics.md, section 3), derived by sympy.
 
 For |x| = 1 and h = delta a + sqrt(delta) g with E g = 0, E g g^T = Sigma,
 

@@ -1,4 +1,4 @@
-"""The covariance kernel K(rho) = sigma_a^2 E[phi(U) phi(V)] (SPEC section 2), derived by sympy.
+"""The covariance kernel K(rho) = sigma_a^2 E[phi(U) phi(V)] (docs/mathematics.md, section 2), derived by sympy.
 
 (U, V) is centered Gaussian with Var U = Var V = S = sigma_w^2 + sigma_b^2 and
 Cov(U, V) = c = sigma_w^2 rho + sigma_b^2, correlation r = c/S.  We write

@@ -1,4 +1,4 @@
-"""Weak form of the McKean-Vlasov SPDE with common noise (SPEC section 4).
+"""Weak form of the McKean-Vlasov SPDE with common noise (docs/mathematics.md, section 4).
 
 Itô's formula for ``phi(X)`` along ``dX = [P_X A[mu](X) + c(X)] dt + P_X W(dt, X)``, with
 ``c(x) = gamma x`` from ``two_point`` (gamma = -(d-1) k0/2), gives the one-point generator

@@ -1,4 +1,4 @@
-"""Beyond the paper (SPEC section 8): the Lyapunov spectrum, the log-distance fluctuations and
+"""Beyond the paper (docs/mathematics.md, section 8): the Lyapunov spectrum, the log-distance fluctuations and
 the law of the synchronization time, derived by sympy.
 
 Noise-only flow ``dX = c(X) dt + P_X W(dt, X)``; tangent flow ``dV = Dc V dt + D(P_x W)[V]``

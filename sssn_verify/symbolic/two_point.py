@@ -1,6 +1,6 @@
-"""Two-point motion: drift and squared diffusion of rho = <X_i, X_j> (SPEC section 5).
+"""Two-point motion: drift and squared diffusion of rho = <X_i, X_j> (docs/mathematics.md, section 5).
 
-SDE (SPEC section 3): ``dX = [P_X A + c(X)] dt + P_X W(dt, X)`` with
+SDE (docs/mathematics.md, section 3): ``dX = [P_X A + c(X)] dt + P_X W(dt, X)`` with
 ``E[W(x) W(y)^T] = K(<x,y>) I dt``, ``k0 = K(1)``.
 
 Method (nothing typed in):
