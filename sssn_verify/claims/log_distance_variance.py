@@ -1,4 +1,4 @@
-"""Claim `log_distance_variance`: the variance rate of the top tangent log-norm (SPEC section 8),
+"""Claim `log_distance_variance`: the variance rate of the top tangent log-norm (docs/mathematics.md, section 8),
 
     sigma^2 = lim Var(log|V_t|)/t = k0 + k1      (sympy: tangent flow and two-point routes agree).
 
@@ -26,7 +26,6 @@ from ..numeric.kernels import kernel as numeric_kernel
 from ..params import ModelParams
 from ..stats import agreement_test
 from ..symbolic.spectrum import variance_rate_tangent
-from ..symbolic.two_point import k0 as k0_sym, k1 as k1_sym
 from ._util import combine, estimates_figure
 from .base import Claim
 
@@ -42,8 +41,9 @@ CONFIGS = (
 
 @lru_cache(maxsize=None)
 def derived_formula() -> Callable[[float, float], float]:
-    """sigma^2(k0, k1) lambdified from the sympy derivation."""
-    return sp.lambdify((k0_sym, k1_sym), variance_rate_tangent(), "math")
+    """sigma^2(k0, k1) from the sympy derivation (through the bridge)."""
+    from ..bridge import function
+    return function("spectrum.variance_rate", "math")
 
 
 def block_variance(running: np.ndarray, blocks: int, horizon: float) -> tuple[float, float, int]:

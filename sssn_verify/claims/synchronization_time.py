@@ -1,5 +1,5 @@
 """Claim `synchronization_time`: the law of the time two tokens take from distance eps0 to eps
-(SPEC section 8).
+(docs/mathematics.md, section 8).
 
 In the small-distance limit log|x_1 - x_2| is a Brownian motion with drift lambda_1 and variance
 rate sigma^2 = k0 + k1 (derived), so the first-passage time tau from eps0 down to eps is inverse
@@ -33,7 +33,6 @@ from ..numeric.kernels import kernel as numeric_kernel
 from ..params import ModelParams
 from ..stats import CheckResult, agreement_test
 from ..symbolic.spectrum import i_idx, spectrum, variance_rate_tangent
-from ..symbolic.two_point import d as d_sym, k0 as k0_sym, k1 as k1_sym
 from ..sync_time import SyncTimeLaw, censored_ks, first_passage_times
 from ._util import combine, estimates_figure
 from .base import Claim
@@ -48,10 +47,10 @@ CONFIGS = (
 
 @lru_cache(maxsize=None)
 def derived_formula() -> Callable[[int, float, float], tuple[float, float]]:
-    """(lambda_1, sigma^2)(d, k0, k1) lambdified from the sympy derivations."""
-    lam = sp.lambdify((d_sym, k0_sym, k1_sym), spectrum().subs(i_idx, 1), "math")
-    s2 = sp.lambdify((k0_sym, k1_sym), variance_rate_tangent(), "math")
-    return lambda d, k0, k1: (float(lam(d, k0, k1)), float(s2(k0, k1)))
+    """(lambda_1, sigma^2)(d, k0, k1) from the sympy derivations (through the bridge)."""
+    from ..bridge import function
+    lam, s2 = function("spectrum.lambda_i", "math"), function("spectrum.variance_rate", "math")
+    return lambda d, k0, k1: (float(lam(1, d, k0, k1)), float(s2(k0, k1)))
 
 
 @lru_cache(maxsize=32)
