@@ -70,6 +70,13 @@ def as_float(x) -> float:
     return float(np.asarray(x, dtype=float))
 
 
+def mc_error_scale(values: dict, derived: float) -> float:
+    """Rough error of a Monte Carlo rate at a point of `check` (its stderr and bias allowance both
+    scale with the noise strength k0 + k1 and with sqrt(d)): used only to choose the point."""
+    k1 = values.get("k1", 0.0)
+    return 0.03 * (values["k0"] + (k1 if math.isfinite(k1) else 0.0)) * math.sqrt(values["d"])
+
+
 def estimates_figure(labels, estimate, stderr, expected, ylabel: str) -> dict:
     """The report's "estimates" figure spec: estimates with error bars against the formula."""
     return {"kind": "estimates", "labels": list(labels), "estimate": list(estimate),

@@ -84,8 +84,53 @@ class ClaimResult:
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """Numbers about a claim's quantity at one parameter point that do not use its derivation.
+
+    ``tolerance`` set: a deterministic value (quadrature, a numerical supremum) judged within
+    it; ``tolerance`` None: a Monte Carlo mean with standard error ``stderr``, judged by a z-test
+    with the bias allowance ``rel_tol * |estimate|``.
+    """
+
+    estimate: float
+    stderr: float
+    n: int
+    method: str
+    tolerance: float | None = None
+    rel_tol: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CandidateCheck:
+    """How ``sssn-verify check CLAIM --candidate EXPR`` tests a user's formula for this claim.
+
+    * ``variables``: the names a candidate may use (``k0``, ``k1`` are the numeric kernel
+      constants at the point; ``sw``, ``sb``, ``sa``, ``r`` are accepted as short names);
+    * ``axes``: the parameters a point is made of (``d``, ``rho``, ``beta`` and the sigmas);
+    * ``derived(point)``: the derived formula at a point (to choose where a candidate differs);
+    * ``evidence(point, seed, level)``: independent numbers (:class:`Evidence`);
+    * ``error_scale(point, derived)``: a rough size of the evidence's error (for choosing points);
+    * ``admissible(point)``: False where the quantity does not exist (e.g. k1 = +inf);
+    * ``domain(points)``: the sub-grid where the closed form holds (default: all points);
+    * ``aliases``: older names of the claim for ``check`` (e.g. ``lambda1`` for ``lyapunov``);
+    * ``activation``: the one activation the closed form is about (e.g. ``relu``), else None.
+    """
+
+    variables: tuple[str, ...]
+    axes: tuple[str, ...]
+    derived: Callable[[dict], float]
+    evidence: Callable[[dict, int, float], Evidence]
+    error_scale: Callable[[dict, float], float]
+    admissible: Callable[[dict], bool] | None = None
+    domain: Callable[[list], list] | None = None
+    aliases: tuple[str, ...] = ()
+    activation: str | None = None
+
+
+@dataclass(frozen=True)
 class Claim:
-    """One verifiable claim of SPEC: statement, derivation, checker, statistic, level, budgets."""
+    """One verifiable claim of docs/mathematics.md: statement, derivation, checker, statistic, level, budgets."""
 
     name: str
     title: str
@@ -107,6 +152,8 @@ class Claim:
     # "sympy": derived_text/derivation is the output of a sympy computation; "stated": a
     # hand-written statement of the claimed bound (the report must not call it derived)
     derived_kind: str = "sympy"
+    # how `check` tests a user's formula for this claim (None: no closed-form result to check)
+    candidate: CandidateCheck | None = None
 
     def __post_init__(self):
         if self.derived_kind not in ("sympy", "stated"):

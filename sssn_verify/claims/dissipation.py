@@ -1,4 +1,4 @@
-"""Claim `dissipation`: lambda_bar(beta) and the energy bound (Theorem 1.4 analogue, SPEC section 5)
+"""Claim `dissipation`: lambda_bar(beta) and the energy bound (Theorem 1.4 analogue, docs/mathematics.md, section 5)
 
     E[E_beta(mu_t)] <= exp((lambda_bar + C_att) t) E[E_beta(mu_0)].
 
@@ -32,7 +32,7 @@ from ..stats import agreement_test, deterministic_check
 from ..symbolic.dissipation import edge_rate
 from ..strategies import claim_configs
 from ._util import all_deterministic, combine, configs
-from .base import Claim
+from .base import CandidateCheck, Claim, Evidence
 
 # (model, activation, d, sigma_w, sigma_b, sigma_a, beta, attention V); the first is sharp
 CONFIGS = (
@@ -134,6 +134,30 @@ def check(formula: DissipationFormula, budget: dict, seed: int, level: float):
     return checks
 
 
+# ---------------------------------------------------------------- check (a user's formula for lambda_bar)
+def candidate_evidence(point: dict, seed: int, level: float) -> Evidence:
+    """The supremum of L2 f / f over rho computed numerically (kernel numerics), with its stated error."""
+    value, argmax = lambda_bar(point["activation"], int(point["d"]), point["sigma_w"], point["sigma_b"],
+                               point["sigma_a"], point["beta"])
+    err = 1e-6 + 1e-4 * abs(value)
+    return Evidence(float(value), err, 1, "supremum of L2 f / f over rho (kernel numerics)", tolerance=err,
+                    details={"argmax_rho": float(argmax)})
+
+
+def _at_edge(points: list) -> list:
+    """The closed form is the edge value: keep the points where the supremum sits at rho -> 1."""
+    return [pt for pt in points if lambda_bar(pt["activation"], int(pt["d"]), pt["sigma_w"], pt["sigma_b"],
+                                              pt["sigma_a"], pt["beta"])[1] == 1.0]
+
+
+CANDIDATE = CandidateCheck(
+    variables=("d", "k0", "k1", "beta", "sigma_w", "sigma_b", "sigma_a"),
+    axes=("d", "beta", "sigma_w", "sigma_b", "sigma_a"),
+    derived=lambda v: _edge_fn()(v["d"], v["k0"], v["k1"]) if math.isfinite(v["k1"]) else math.inf,
+    evidence=candidate_evidence, error_scale=lambda v, derived: 1e-6 + 1e-4 * abs(derived),
+    domain=_at_edge, aliases=("lambda_bar",))
+
+
 CLAIM = Claim(
     name="dissipation",
     title="Dissipation rate lambda_bar and the energy bound (Theorem 1.4 analogue)",
@@ -152,4 +176,5 @@ CLAIM = Claim(
                       "depth": 128, "paths": 20000, "width": 128, "c_bias": 2.0}},
     derived_text=lambda: f"lambda_edge = {sp.sstr(edge_rate())}; lambda_bar = sup_rho L2 f/f (numeric)",
     domain=DOMAIN, anchors=CONFIGS,
+    candidate=CANDIDATE,
 )

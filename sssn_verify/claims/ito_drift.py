@@ -1,4 +1,4 @@
-"""Claim `ito_drift`: the radial projection creates the Itô drift (SPEC section 3)
+"""Claim `ito_drift`: the radial projection creates the Itô drift (docs/mathematics.md, section 3)
 
     c(x) = -Sigma x - tr(Sigma)/2 x + (3/2)(x^T Sigma x) x,   Sigma = k0 I:  c(x) = -(d-1) k0/2 x.
 
@@ -30,8 +30,8 @@ from ..params import ModelParams, check_int, check_real
 from ..stats import agreement_test, mean_ci
 from ..symbolic.ito import general_drift, isotropic_drift_coefficient
 from ..strategies import claim_configs
-from ._util import combine, configs, estimates_figure
-from .base import Claim
+from ._util import combine, configs, estimates_figure, mc_error_scale
+from .base import CandidateCheck, Claim, Evidence
 
 # (activation, d, sigma_w, sigma_b, sigma_a) for the isotropic check; quick mode uses the ReLU
 # ones only (each activation costs one numba compilation of the engine)
@@ -146,6 +146,29 @@ def check(formula: ItoFormula, budget: dict, seed: int, level: float):
     return checks
 
 
+# ---------------------------------------------------------------- check (a user's formula for gamma)
+CANDIDATE_BUDGET = {"paths": 40000, "delta": 0.01, "delta_scale": 0.02, "width": 64, "rel_tol": 0.02}
+
+
+def candidate_evidence(point: dict, seed: int, level: float, budget: dict = CANDIDATE_BUDGET) -> Evidence:
+    """gamma from one-step Monte Carlo moments of the finite-width layer map (Richardson in delta)."""
+    kf = numeric_kernel(point["activation"], point["sigma_w"], point["sigma_b"], point["sigma_a"])
+    # the O(delta^2) remainder grows with the noise per step k0 d delta: keep that small
+    delta = min(budget["delta"], budget["delta_scale"] / (kf.k0 * point["d"]))
+    p = ModelParams(d=int(point["d"]), activation=point["activation"], sigma_w=point["sigma_w"],
+                    sigma_b=point["sigma_b"], sigma_a=point["sigma_a"])
+    est, se, n, info = one_step_coefficient(p, seed=seed, n_paths=budget["paths"], delta=delta,
+                                            width=budget["width"])
+    return Evidence(est, se, n, f"one-step Monte Carlo moments of the width-{budget['width']} layer map, "
+                    f"Richardson in delta = {delta:.3g}", rel_tol=budget["rel_tol"], details={**info, "delta": delta})
+
+
+CANDIDATE = CandidateCheck(
+    variables=("d", "k0", "sigma_w", "sigma_b", "sigma_a"), axes=("d", "sigma_w", "sigma_b", "sigma_a"),
+    derived=lambda v: derived_coefficient()(v["d"], v["k0"]), evidence=candidate_evidence,
+    error_scale=mc_error_scale)
+
+
 CLAIM = Claim(
     name="ito_drift",
     title="Ito drift of the radial projection",
@@ -165,4 +188,5 @@ CLAIM = Claim(
     derived_text=lambda: f"gamma = {sp.sstr(isotropic_drift_coefficient())}; "
                          f"c = {sp.sstr(general_drift())}",
     domain=DOMAIN, anchors=CONFIGS,
+    candidate=CANDIDATE,
 )

@@ -1,4 +1,4 @@
-"""Claim `kernel`: K(rho) = sigma_a^2 E[phi(U) phi(V)] in closed form (SPEC section 2).
+"""Claim `kernel`: K(rho) = sigma_a^2 E[phi(U) phi(V)] in closed form (docs/mathematics.md, section 2).
 
 Checker: Monte Carlo of the definition with literal MLP weights (d = 2 coordinates
 of w, the bias b; tokens x = e1, y = rho e1 + sqrt(1-rho^2) e2, so U = <w,x> + b,
@@ -25,7 +25,7 @@ from ..bridge import function
 from ..symbolic.kernel import closed_form_kernel
 from ..strategies import claim_configs
 from ._util import all_deterministic, combine, configs
-from .base import Claim
+from .base import CandidateCheck, Claim, Evidence
 
 CLOSED = ("relu", "leaky_relu:0.1", "heaviside", "sin:3", "identity")
 QUADRATURE = ("tanh", "gelu")
@@ -137,6 +137,22 @@ def _derived_text() -> str:
     return "relu: " + sp.sstr(closed_form_kernel("relu"))
 
 
+# ---------------------------------------------------------------- check (a user's formula for K)
+def candidate_evidence(point: dict, seed: int, level: float) -> Evidence:
+    """K(rho) by deterministic quadrature of sa^2 E[phi(U) phi(V)] (no closed form used)."""
+    k = numeric_kernel(point["activation"], point["sigma_w"], point["sigma_b"], point["sigma_a"],
+                       force_quadrature=True)
+    err = float(k.error_bound)
+    return Evidence(float(k.value(point["rho"])), err, 1, "deterministic quadrature of sa^2 E[phi(U)phi(V)]",
+                    tolerance=max(1e-8, 10 * err))
+
+
+CANDIDATE = CandidateCheck(
+    variables=("rho", "sigma_w", "sigma_b", "sigma_a"), axes=("rho", "sigma_w", "sigma_b", "sigma_a"),
+    derived=lambda v: derived_formula().K(v["activation"], v["rho"], v["sigma_w"], v["sigma_b"], v["sigma_a"]),
+    evidence=candidate_evidence, error_scale=lambda v, derived: 1e-7 + 1e-9 * abs(derived))
+
+
 CLAIM = Claim(
     name="kernel",
     title="Covariance kernel K(rho) and its constants k0, k1",
@@ -155,4 +171,5 @@ CLAIM = Claim(
              "full": {"samples": 1_000_000, "activations": CLOSED + ("erf",) + QUADRATURE}},
     derived_text=_derived_text,
     domain=DOMAIN, anchors=tuple((name, *p) for name in CLOSED + QUADRATURE for p in PARAMS),
+    candidate=CANDIDATE,
 )

@@ -1,4 +1,4 @@
-"""Claim `lyapunov`: the top Lyapunov exponent of the noise-only flow (SPEC section 5),
+"""Claim `lyapunov`: the top Lyapunov exponent of the noise-only flow (docs/mathematics.md, section 5),
 
     lambda_1 = ((d-3) k1 - (d-1) k0) / 2        (sympy: tangent flow and two-point routes agree).
 
@@ -23,8 +23,8 @@ from ..params import ModelParams
 from ..stats import agreement_test
 from ..symbolic.lyapunov import lambda1_tangent
 from ..strategies import claim_configs
-from ._util import combine, configs, estimates_figure
-from .base import Claim
+from ._util import combine, configs, estimates_figure, mc_error_scale
+from .base import CandidateCheck, Claim, Evidence
 
 # (model, activation, d, sigma_w, sigma_b, sigma_a); quick mode runs the first `n_configs`
 CONFIGS = (
@@ -87,6 +87,34 @@ def check(formula, budget: dict, seed: int, level: float):
                     details={"figure": estimates_figure(labels, est, se, exp, r"$\lambda_1$")})]
 
 
+# ---------------------------------------------------------------- check (a user's formula for lambda_1)
+CANDIDATE_BUDGET = {"paths": 4000, "depth": 400, "max_depth": 8000, "step_noise": 0.005, "horizon": 2.0,
+                    "rel_tol": 0.03}
+
+
+def candidate_evidence(point: dict, seed: int, level: float, budget: dict = CANDIDATE_BUDGET) -> Evidence:
+    """Mean tangent-flow rate of the Gaussian transformer (noise only) at `point`, with its stderr."""
+    kf = numeric_kernel(point["activation"], point["sigma_w"], point["sigma_b"], point["sigma_a"])
+    T = budget["horizon"]
+    # keep the noise per layer, k0 d T / L, small: the time-step bias is O(k0 d T / L)
+    depth = int(min(budget["max_depth"], max(budget["depth"], math.ceil(T * kf.k0 * point["d"] / budget["step_noise"]))))
+    p = ModelParams(d=int(point["d"]), activation=point["activation"], sigma_w=point["sigma_w"],
+                    sigma_b=point["sigma_b"], sigma_a=point["sigma_a"], V=0.0, n_tokens=1, horizon=T)
+    res = lyapunov_tangent(p, model="gaussian", depth=depth, n_paths=budget["paths"], seed=seed, progress=False)
+    return Evidence(float(res.rate), float(res.stderr), int(res.n_paths),
+                    f"tangent flow of the Gaussian transformer, {budget['paths']} paths, depth {depth}, T = {T}",
+                    rel_tol=budget["rel_tol"], details={"depth": depth})
+
+
+CANDIDATE = CandidateCheck(
+    variables=("d", "k0", "k1", "sigma_w", "sigma_b", "sigma_a"), axes=("d", "sigma_w", "sigma_b", "sigma_a"),
+    derived=lambda v: derived_formula()(v["d"], v["k0"], v["k1"]), evidence=candidate_evidence,
+    error_scale=mc_error_scale,
+    admissible=lambda pt: math.isfinite(numeric_kernel(pt["activation"], pt["sigma_w"], pt["sigma_b"],
+                                                       pt["sigma_a"]).k1),
+    aliases=("lambda1",))
+
+
 CLAIM = Claim(
     name="lyapunov",
     title="Top Lyapunov exponent lambda_1 of the noise-only flow",
@@ -105,4 +133,5 @@ CLAIM = Claim(
                       "step_noise": 0.005}},
     derived_text=lambda: f"lambda_1 = {sp.sstr(lambda1_tangent())}",
     domain=DOMAIN, anchors=CONFIGS,
+    candidate=CANDIDATE,
 )

@@ -1,4 +1,4 @@
-"""Claim `relu_rates`: the explicit ReLU rates and their sign pattern (SPEC section 5), derived by sympy:
+"""Claim `relu_rates`: the explicit ReLU rates and their sign pattern (docs/mathematics.md, section 5), derived by sympy:
 
     lambda_1    = -(sa^2/4) (2 sw^2 + (d-1) sb^2)            < 0 always;
     lambda_edge =  (sa^2/2) (2 sw^2 - (d-3) sb^2)            < 0  iff  d > 3 and sb/sw > sqrt(2/(d-3)).
@@ -31,9 +31,10 @@ from ..stats import agreement_test, deterministic_check
 from ..symbolic.dissipation import relu_edge_rate, relu_region
 from ..symbolic.lyapunov import lambda1_relu
 from ..strategies import claim_configs
-from ._util import all_deterministic, combine, configs
-from .base import Claim
+from ._util import all_deterministic, combine, configs, mc_error_scale
+from .base import CandidateCheck, Claim
 from .dissipation import energy_paths
+from . import lyapunov as lyapunov_claim
 from .lyapunov import derived_formula as lambda1_general
 
 GRID_SIGMAS = ((1.0, 0.0, 1.0), (0.7, 1.3, 1.1), (1.2, 0.5, 0.6))
@@ -130,6 +131,13 @@ def check(formula: ReluRates, budget: dict, seed: int, level: float):
     return checks
 
 
+# ---------------------------------------------------------------- check (a user's ReLU lambda_1)
+CANDIDATE = CandidateCheck(
+    variables=("d", "sigma_w", "sigma_b", "sigma_a"), axes=("d", "sigma_w", "sigma_b", "sigma_a"),
+    derived=lambda v: derived_formula().lambda1(v["d"], v["sigma_w"], v["sigma_b"], v["sigma_a"]),
+    evidence=lyapunov_claim.candidate_evidence, error_scale=mc_error_scale, activation="relu")
+
+
 CLAIM = Claim(
     name="relu_rates",
     title="ReLU: explicit rates and their sign pattern (the d > 3 condition)",
@@ -148,4 +156,5 @@ CLAIM = Claim(
     derived_text=lambda: f"lambda_1 = {sp.sstr(lambda1_relu())}; lambda_edge = {sp.sstr(relu_edge_rate())}; "
                          f"region: d > 3 and sb/sw > {sp.sstr(relu_region()[3])}",
     domain=DOMAIN, anchors=tuple((d, sw, sb, sa) for sw, sb, sa in GRID_SIGMAS for d in GRID_D),
+    candidate=CANDIDATE,
 )

@@ -9,18 +9,19 @@ from .common import add_model_options, print_json
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "check", help="test your own formula for a claim (lambda1, lambda_bar, ito_drift, kernel)",
-        description="Parse a candidate formula (sympy, restricted namespace), evaluate it at the given "
-                    "parameters -- or, when none are given, where it differs most from the derived "
-                    "formula relative to the numerical error -- and compare with numerical evidence "
-                    "that does not use the derivation. Verdict: consistent or rejected. Variables: "
-                    "lambda1 (d, k0, k1 or sigma_w, sigma_b, sigma_a), lambda_bar (also beta), "
-                    "ito_drift (coefficient gamma of c(x) = gamma x, in d, k0), "
-                    "kernel (rho, sigma_w, sigma_b, sigma_a). Exit 0 if consistent, 1 if rejected, 2 on bad input.")
+        "check", help="test your own formula for a claim (kernel, ito_drift, lyapunov, dissipation, relu_rates)",
+        description="Parse a candidate formula (the safe expression language), evaluate it at the given "
+                    "parameters -- or, when some are not given, where it differs most from the derived "
+                    "formula relative to the numerical error -- and compare with the claim's own numerical "
+                    "evidence, which does not use the derivation. Verdict: consistent or rejected. "
+                    "Variables: kernel (rho, sigma_w, sigma_b, sigma_a), ito_drift (the gamma of "
+                    "c(x) = gamma x, in d, k0), lyapunov alias lambda1 (d, k0, k1 or the sigmas), "
+                    "dissipation alias lambda_bar (its edge value; also beta), relu_rates (ReLU lambda_1 "
+                    "in d and the sigmas). Exit 0 if consistent, 1 if rejected, 2 on bad input.")
     # a candidate may start with a minus sign ("-(d-1)*k0/2"): only -h is a single-dash option here,
     # so every other single-dash word is read as a value, not as an unknown option
     p._negative_number_matcher = re.compile(r"^-(?!-|h$)")
-    p.add_argument("claim", help="lambda1 | lambda_bar | ito_drift | kernel")
+    p.add_argument("claim", help="a claim with a closed-form result (see above), or an alias")
     p.add_argument("--candidate", required=True, metavar="EXPR", help="the formula, e.g. '((d-3)*k1-(d-1)*k0)/2'")
     add_model_options(p)
     p.add_argument("--rho", type=float, default=None, help="overlap (kernel only)")
@@ -44,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         params = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
                            for k, v in out.parameters.items())
-        print(f"claim:      {out.claim}")
+        asked = out.details.get("asked_as")
+        print(f"claim:      {out.claim}" + (f" (asked as {asked})" if asked else ""))
         print(f"candidate:  {out.candidate}   =  {out.candidate_value:.8g}")
         print(f"derived:    {out.derived_value:.8g}")
         print(f"parameters: {params}  ({out.chosen})")
