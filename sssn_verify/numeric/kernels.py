@@ -1,7 +1,7 @@
-"""Fast numeric kernels: THE bridge from the symbolic kernel to numba code.
+"""Fast numeric kernels: K(rho) from the derived closed form (through ``sssn_verify.bridge``) or quadrature.
 
 ``kernel(activation, sigma_w, sigma_b, sigma_a)`` returns a cached :class:`KernelFunction`
-for K(rho) = sigma_a^2 E[phi(U) phi(V)] (SPEC section 2) with
+for K(rho) = sigma_a^2 E[phi(U) phi(V)] (docs/mathematics.md, section 2) with
 
 * ``k0 = K(1)``, ``k1 = K'(1)`` (``inf`` when phi jumps), ``method`` ("closed form" when
   ``sssn_verify.symbolic.kernel`` derives one, else "quadrature"), ``error_bound``
@@ -195,7 +195,8 @@ def _theta_to_u(theta):
 @lru_cache(maxsize=1024)
 def _unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -> dict:
     """The sigma_a = 1 table, read from the cache folder when an earlier process built it."""
-    from ..bridge import cache_folder, private_folder, write_atomic
+    from ..bridge import cache_folder
+    from ..outputs import private_folder, write_atomic
     key = hashlib.sha256(f"{name}|{sw!r}|{sb!r}|{force_quadrature}|{_source_hash()}".encode()).hexdigest()[:24]
     path = private_folder(cache_folder() / "kernel_tables") / f"{key}.npy"
     try:
@@ -209,7 +210,7 @@ def _unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -> dict
     head = [built["k0"], built["k1"], built["error_bound"], float(built["method"] == "closed form")]
     buf = io.BytesIO()
     np.save(buf, np.concatenate([np.array(head), built["table"]]), allow_pickle=False)
-    write_atomic(path, buf.getvalue())
+    write_atomic(path, buf.getvalue(), mode=0o600, what="cache")
     return built
 
 
