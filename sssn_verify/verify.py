@@ -115,6 +115,20 @@ def _suite(mode, claims, seed, alpha, outcomes: list[Outcome], seconds, executor
                        [o.timing() for o in outcomes], executor)
 
 
+def suite_of(results: list[ClaimResult], mode: str, seed: int, *, alpha: float = DEFAULT_ALPHA,
+             level: float | None = None, seconds: float | None = None) -> SuiteResult:
+    """A SuiteResult of claim results run elsewhere (e.g. one by one in a notebook).
+
+    With `level` (one claim, judged at its own level) the checks keep their own verdicts;
+    otherwise Holm at family level `alpha` judges every statistical check, as :func:`verify` does.
+    """
+    results = list(results)
+    k = sum(c.pvalue is not None for r in results for c in r.checks) if level is not None \
+        else _apply_holm(results, alpha)
+    return SuiteResult(results, mode, seed, alpha if level is None else 1.0 - level,
+                       sum(r.seconds for r in results) if seconds is None else seconds, k)
+
+
 def verify(mode: str = "quick", claims: Iterable[str] | None = None, seed: int = 0,
            progress: bool | Callable[[str], None] = False, *, alpha: float = DEFAULT_ALPHA,
            executor: Any = None) -> SuiteResult:
@@ -304,7 +318,7 @@ def campaign(mode: str = "quick", claims: Iterable[str] | None = None, seeds: It
                           [o.timing() for o in outcomes], info)
 
 
-__all__ = ["verify", "campaign", "run_claim", "parse_seeds", "SuiteResult", "CampaignResult", "DEFAULT_ALPHA"]
+__all__ = ["verify", "suite_of", "campaign", "run_claim", "parse_seeds", "SuiteResult", "CampaignResult", "DEFAULT_ALPHA"]
 
 
 class _CallableModule(types.ModuleType):
