@@ -55,38 +55,13 @@ def _S():
     return _sym("symbols")
 
 
-def _lambda1():
-    S = _S()
-    return (S.d, S.k0, S.k1), _sym("lyapunov").lambda1_tangent()
-
-
-def _lambda1_relu():
-    S = _S()
-    return (S.d, S.sigma_w, S.sigma_b, S.sigma_a), _sym("lyapunov").lambda1_relu()
-
-
-def _edge_rate():
-    S = _S()
-    return (S.d, S.k0, S.k1), _sym("dissipation").edge_rate()
-
-
-def _edge_rate_relu():
-    S = _S()
-    return (S.d, S.sigma_w, S.sigma_b, S.sigma_a), _sym("dissipation").relu_edge_rate()
-
-
-def _relu_threshold():
-    return (_S().d,), _sym("dissipation").relu_region()[3]
-
-
-def _stable_numerator():
-    S = _S()
-    return (S.u, S.q, S.d, S.k0, S.beta), _sym("dissipation").stable_numerator()
-
-
-def _generator_factor():
-    S = _S()
-    return (S.d, S.beta, S.rho, S.k0, S.Krho), _sym("dissipation").generator_factor(True)
+def _shared(module: str, function: str, *args: str, pick=None):
+    """Builder of ``symbolic.<module>.<function>()`` (item `pick` of a tuple) in shared symbols `args`."""
+    def build():
+        S = _S()
+        expr = getattr(_sym(module), function)()
+        return tuple(getattr(S, a) for a in args), (expr if pick is None else expr[pick])
+    return build
 
 
 def _coercivity_edge():
@@ -97,26 +72,11 @@ def _coercivity_edge():
     return (S.d, S.sigma_w, S.M0, S.M1), sp.factor(lam.subs({S.k0: S.M0, S.k1: S.sigma_w**2 * S.M1}))
 
 
-def _c_att():
-    S = _S()
-    return (S.beta, S.norm_V, S.norm_KtQ), _sym("dissipation").attention_constant()[2]
-
-
-def _c_att_heads():
-    S = _S()
-    return (S.beta, S.sum_V, S.sum_VKQ), _sym("dissipation").attention_constant_heads()[1]
-
-
 def _near_sync():
     """-2 <V x, x> as a function of <V x, x> (the symbol v11 of the two-token derivation)."""
     expr = _sym("dissipation").near_sync_attention_rate()
     (v11,) = expr.free_symbols
     return (v11,), expr
-
-
-def _ito_gamma():
-    S = _S()
-    return (S.d, S.k0), _sym("ito").isotropic_drift_coefficient()
 
 
 def _ito_general(part: str):
@@ -153,11 +113,6 @@ def _spectrum():
     return (sp_mod.i_idx, S.d, S.k0, S.k1), sp_mod.spectrum()
 
 
-def _variance_rate():
-    S = _S()
-    return (S.k0, S.k1), _sym("spectrum").variance_rate_tangent()
-
-
 def _passage(part: str):
     """First passage of the log-distance: functions of (m, sigma^2, a[, t]) (symbolic.spectrum)."""
     sp_mod = _sym("spectrum")
@@ -172,24 +127,25 @@ def _passage(part: str):
 
 #: derivation name -> builder (param) -> (argument symbols, sympy expression) or None
 EXPRESSIONS: dict[str, Callable] = {
-    "lyapunov.lambda1": _lambda1,
-    "lyapunov.lambda1_relu": _lambda1_relu,
-    "dissipation.edge_rate": _edge_rate,
-    "dissipation.edge_rate_relu": _edge_rate_relu,
-    "dissipation.stable_numerator": _stable_numerator,
-    "dissipation.generator_factor": _generator_factor,
-    "coercivity.relu_threshold": _relu_threshold,
+    "lyapunov.lambda1": _shared("lyapunov", "lambda1_tangent", "d", "k0", "k1"),
+    "lyapunov.lambda1_relu": _shared("lyapunov", "lambda1_relu", "d", "sigma_w", "sigma_b", "sigma_a"),
+    "dissipation.edge_rate": _shared("dissipation", "edge_rate", "d", "k0", "k1"),
+    "dissipation.edge_rate_relu": _shared("dissipation", "relu_edge_rate", "d", "sigma_w", "sigma_b", "sigma_a"),
+    "dissipation.stable_numerator": _shared("dissipation", "stable_numerator", "u", "q", "d", "k0", "beta"),
+    "dissipation.generator_factor": _shared("dissipation", "generator_factor", "d", "beta", "rho", "k0", "Krho"),
+    "coercivity.relu_threshold": _shared("dissipation", "relu_region", "d", pick=3),
     "coercivity.edge_moments": _coercivity_edge,
-    "attention_bound.c_att": _c_att,
-    "attention_bound.c_att_heads": _c_att_heads,
+    "attention_bound.c_att": _shared("dissipation", "attention_constant", "beta", "norm_V", "norm_KtQ", pick=2),
+    "attention_bound.c_att_heads": _shared("dissipation", "attention_constant_heads", "beta", "sum_V", "sum_VKQ",
+                                           pick=1),
     "attention_bound.near_sync_rate": _near_sync,
-    "ito_drift.gamma": _ito_gamma,
+    "ito_drift.gamma": _shared("ito", "isotropic_drift_coefficient", "d", "k0"),
     "ito_drift.general_x": lambda: _ito_general("x"),
     "ito_drift.general_sigma_x": lambda: _ito_general("sigma_x"),
     "two_point.b": lambda: _two_point("b"),
     "two_point.a": lambda: _two_point("a"),
     "spectrum.lambda_i": _spectrum,
-    "spectrum.variance_rate": _variance_rate,
+    "spectrum.variance_rate": _shared("spectrum", "variance_rate_tangent", "k0", "k1"),
     **{f"spectrum.passage_{part}": (lambda part=part: _passage(part))
        for part in ("mean", "variance", "p_reach_away", "cdf", "mu", "scale")},
     "kernel.K": lambda activation: _kernel("K", activation),
