@@ -23,7 +23,7 @@ from typing import Any
 
 from .errors import ParameterError
 from .outputs import check_folder, write_atomic
-from .symbolic import DERIVATIONS, MODULES, derivation_names, derive
+from .symbolic import DERIVATIONS, MODULES, derivation_names, derivation_parameters, derive
 from .symbolic.derivation import _escape_text, heading, label_key, prose
 
 FILENAME = "sssn_derivations.tex"
@@ -228,7 +228,8 @@ def standalone_document(names: list[str], **kwargs) -> str:
     --standalone``); keyword arguments go to ``derive`` (activation, sigmas)."""
     parts = ["\\documentclass[11pt]{article}\n", PACKAGES, "\\begin{document}\n"]
     for name in names:
-        der = derive(name, **kwargs)
+        takes = derivation_parameters(name)          # derive rejects keywords a derivation does not take
+        der = derive(name, **{k: v for k, v in kwargs.items() if k in takes})
         key = f"{name}-{kwargs['activation']}" if name == "kernel" and kwargs.get("activation") else name
         parts.append(der.latex(key=key, checked_by=[(c, False) for c in checked_by(name)]))
         parts.append("\n")
