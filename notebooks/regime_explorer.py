@@ -29,7 +29,7 @@
 #   distribution of their overlaps `<x_i, x_j>`) and the mean
 #   interaction energy `E[E_beta(mu_t)]` against the bound
 #   `exp((lambda_bar + C_att) t) E[E_beta(mu_0)]`;
-# * the law of synchronization (SPEC section 8, `sssn_verify.sync_time`): the Lyapunov spectrum,
+# * the law of synchronization (docs/mathematics.md, section 8, `sssn_verify.sync_time`): the Lyapunov spectrum,
 #   the variance rate `sigma^2` of `log|x_1 - x_2|`, and the law of the time two tokens take to
 #   come from distance `eps0` to `eps` (inverse Gaussian when `lambda_1 < 0`), with two-token
 #   runs of the Gaussian transformer over the predicted CDF.

@@ -1,4 +1,4 @@
-"""Claim `lyapunov_spectrum`: all d-1 Lyapunov exponents of the noise-only flow (SPEC section 8),
+"""Claim `lyapunov_spectrum`: all d-1 Lyapunov exponents of the noise-only flow (docs/mathematics.md, section 8),
 
     lambda_i = ((d - 1 - 2i) k1 - (d-1) k0) / 2,  i = 1..d-1     (sympy: k-volume growth rates).
 
@@ -34,8 +34,7 @@ from ..numeric import rng as _rng
 from ..numeric.fields import normal, rng_state
 from ..numeric.kernels import kernel as numeric_kernel
 from ..stats import CheckResult, agreement_test
-from ..symbolic.spectrum import i_idx, spectrum
-from ..symbolic.two_point import d as d_sym, k0 as k0_sym, k1 as k1_sym
+from ..symbolic.spectrum import spectrum
 from ._util import combine, estimates_figure
 from .base import Claim
 
@@ -65,8 +64,9 @@ ENGINE_CONFIGS = (
 
 @lru_cache(maxsize=None)
 def derived_formula() -> Callable[[int, float, float], np.ndarray]:
-    """(lambda_1, ..., lambda_{d-1})(d, k0, k1) lambdified from the sympy derivation."""
-    fn = sp.lambdify((i_idx, d_sym, k0_sym, k1_sym), spectrum(), "numpy")
+    """(lambda_1, ..., lambda_{d-1})(d, k0, k1) from the sympy derivation (through the bridge)."""
+    from ..bridge import function
+    fn = function("spectrum.lambda_i", "numpy")
     return lambda d, k0, k1: np.asarray(fn(np.arange(1, d), d, k0, k1), dtype=float) * np.ones(d - 1)
 
 
