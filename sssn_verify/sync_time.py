@@ -23,7 +23,6 @@ import numpy as np
 from .bridge import function
 from .errors import ParameterError
 from .params import ModelParams, check_int, check_real
-from .stats import _jsonable
 
 QUANTILE_LEVELS = (0.1, 0.5, 0.9)
 
@@ -158,6 +157,7 @@ class SyncTimeLaw:
         if delta is not None:
             out["delta"] = delta
             out["depth_for_alpha"] = self.depth(alpha, delta)
+        from .stats import _jsonable     # scipy.stats: not on regime's import path
         return _jsonable(out)
 
     def text(self, alpha: float = 0.1, delta: float | None = None) -> str:
