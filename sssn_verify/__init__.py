@@ -8,10 +8,10 @@ none of them.
 
 Some public functions share their name with the submodule that defines them
 (``regime``, ``verify``).  Importing such a submodule makes Python bind it as an
-attribute of this package, which would hide the function; the package's module class
-refuses that binding, so ``sssn_verify.regime`` is always the function (the submodule
-stays available as ``sys.modules["sssn_verify.regime"]`` and through
-``from sssn_verify.regime import ...``).
+attribute of this package, which used to hide the function (``sv.regime(p)`` worked once,
+then raised TypeError).  The package's module class makes every such submodule callable
+when it is bound: ``sssn_verify.regime(p)`` calls the function ``regime``, and
+``import sssn_verify.regime as m`` still gives the module (for monkeypatching, say).
 """
 from __future__ import annotations
 
@@ -46,7 +46,10 @@ _LAZY = {
 
 def __getattr__(name):
     if name in _LAZY:
-        value = getattr(import_module(_LAZY[name]), name)
+        module = import_module(_LAZY[name])
+        if module.__name__ == f"{__name__}.{name}":      # bound (callable) by the import itself
+            return module
+        value = getattr(module, name)
         setattr(sys.modules[__name__], name, value)      # later look-ups skip this function
         return value
     raise AttributeError(f"module 'sssn_verify' has no attribute {name!r}")
@@ -56,12 +59,20 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY))
 
 
+class _CallableModule(types.ModuleType):
+    """A submodule named like its public function: calling it calls that function."""
+
+    def __call__(self, *args, **kwargs):
+        return getattr(self, self.__name__.rpartition(".")[2])(*args, **kwargs)
+
+
 class _Package(types.ModuleType):
-    """The package's module class: a submodule never replaces a public name (see above)."""
+    """The package's module class: a submodule bound under a public name becomes callable (see above)."""
 
     def __setattr__(self, name, value):
-        if name in _LAZY and isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}":
-            return
+        if (name in _LAZY and isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}"
+                and not callable(value)):
+            value.__class__ = _CallableModule
         super().__setattr__(name, value)
 
 
