@@ -1,4 +1,4 @@
-"""The finite-width transformer of SPEC section 1 (MLP width m); it converges, as m grows, to
+"""The finite-width transformer of docs/mathematics.md, section 1 (MLP width m); it converges, as m grows, to
 the Gaussian transformer.  One layer, step ``h = T / L``::
 
     y_i  = Pi(x_i + h A_i(X))                       (numeric.attention: H heads)

@@ -1,4 +1,4 @@
-"""The limiting SDE of SPEC section 3 by projected Euler: the limit the others converge to.
+"""The limiting SDE of docs/mathematics.md, section 3 by projected Euler: the limit the others converge to.
 
     dX_i = [P_{X_i} A_i(X) + c(X_i)] dt + P_{X_i} W(dt, X_i),   c(x) = -((d-1) k0 / 2) x,
 
