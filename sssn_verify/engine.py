@@ -208,12 +208,19 @@ def _model(name) -> Model:
 def simulate(model: str, params: ModelParams, depth: int, width: int | None = None, n_paths: int = 1,
              seed: int = 0, init=None, mode: str = "auto", betas: Sequence[float] = (),
              store_every: int = 0, progress: bool | None = None,
-             rtol: float = DEFAULT_RTOL) -> SimulationResult:
+             rtol: float = DEFAULT_RTOL, *, executor=None, paths=None) -> SimulationResult:
     """Simulate a registered model (``numeric.models.MODELS``: "transformer" with MLP width
     m = `width`, "gaussian", "sde") for L = `depth` layers (SDE: Euler steps) of size T / L.
 
     mode applies to the transformer's MLP sampling (see :func:`simulate_transformer`).
+    ``executor`` (``sssn_verify.executor``: a worker count, an address, a Client) runs chunks of
+    paths as tasks, bit-identical to one process; ``paths=(a, b)`` runs paths a..b-1 only.
     """
+    if executor is not None:
+        from .executor import run_path_chunks
+        kw = dict(model=model, params=params, depth=depth, width=width, n_paths=n_paths, seed=seed,
+                  init=init, mode=mode, betas=betas, store_every=store_every, rtol=rtol)
+        return run_path_chunks(executor, simulate, kw, check_int("n_paths", n_paths, 1), progress is True)
     m = _model(model)
     params = _check_params(params)
     L = check_int("depth", depth, 1)
@@ -223,8 +230,10 @@ def simulate(model: str, params: ModelParams, depth: int, width: int | None = No
     prep = m.prepare(params, width, mode, params.n_tokens)
     bs = _betas(betas)
     check_simulation(P, params.n_tokens, params.d, L, prep.width, store_every, bs.size)
-    X0 = initial_tokens(params, P, seed, init)
-    seeds = _rng.path_seeds(seed, P, DYNAMICS_STREAM)
+    a, b = (0, P) if paths is None else (int(paths[0]), int(paths[1]))
+    X0 = initial_tokens(params, P, seed, init)[a:b]
+    seeds = _rng.path_seeds(seed, P, DYNAMICS_STREAM)[a:b]
+    P = b - a
     N, d = params.n_tokens, params.d
     energy = np.zeros((P, L + 1))
     energies = np.zeros((P, L + 1, bs.size))

@@ -178,6 +178,29 @@ def test_phase_diagram_confirm_cli_writes_figure_and_json(tmp_path, capsys, monk
     assert main(["phase-diagram", "--out", str(out), "--json"]) == 2    # --json needs --confirm
 
 
+# ----------------------------------------------------------------- simulate in path chunks
+def test_simulate_on_two_workers_is_bit_identical(cluster, tmp_path, monkeypatch):
+    import sssn_verify.executor as exmod
+    p = ModelParams(d=4, activation="tanh", sigma_w=1.2, sigma_b=0.3, sigma_a=1.0, n_tokens=3)
+    for model, width in (("transformer", 16), ("gaussian", None)):
+        kw = dict(n_paths=11, seed=5, betas=(1.0,), store_every=4)
+        here = engine.simulate(model, p, 12, width, **kw)
+        there = engine.simulate(model, p, 12, width, executor=cluster, **kw)
+        assert there.n_paths == 11
+        for f in ("init", "tokens", "energy", "energies", "trajectory", "times"):
+            assert getattr(here, f).tobytes() == getattr(there, f).tobytes(), (model, f)
+    monkeypatch.setattr(exmod, "from_cli", lambda args: exmod.Distributed(cluster.client, owns=False)
+                        if args.workers else exmod.InProcess())
+    outs = []
+    for extra in ([], ["--workers", "2"]):
+        out = tmp_path / f"s{len(extra)}.npz"
+        assert main(["simulate", "sde", "--d", "3", "--n-tokens", "4", "--depth", "10", "--paths", "9",
+                     "--seed", "2", "--out", str(out), "--no-progress", *extra]) == 0
+        outs.append(np.load(out))
+    for f in ("tokens", "energy", "init"):
+        assert outs[0][f].tobytes() == outs[1][f].tobytes()
+
+
 # last: it leaves the cluster restarting a worker
 def test_killing_a_worker_mid_campaign_costs_a_retry_not_the_run(cluster, reference):
     pids = cluster.client.run(os.getpid)                    # worker address -> pid
@@ -196,3 +219,5 @@ def test_killing_a_worker_mid_campaign_costs_a_retry_not_the_run(cluster, refere
     res = box["res"]
     assert _estimates(res) == _estimates(reference)
     assert res.passed == reference.passed
+
+

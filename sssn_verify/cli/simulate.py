@@ -46,6 +46,8 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, metavar="FILE.npz")
     p.add_argument("--plot", default=None, metavar="FILE.png")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    from ..executor import add_cli_options
+    add_cli_options(p)
     p.set_defaults(func=run)
 
 
@@ -71,8 +73,11 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("width", None, f"--width is required for the {model.label}")
     if not model.needs_width and args.width is not None:
         raise ParameterError("width", args.width, f"--width applies only to models with an MLP width, not {args.model}")
-    res = engine.simulate(args.model, params, args.depth, args.width, n_paths=args.paths, seed=args.seed,
-                          init=init, mode=args.mode, progress=False if args.no_progress else None)
+    from ..executor import from_cli
+    with from_cli(args) as ex:
+        res = engine.simulate(args.model, params, args.depth, args.width, n_paths=args.paths, seed=args.seed,
+                              init=init, mode=args.mode, progress=False if args.no_progress else None,
+                              executor=None if args.workers is None and args.scheduler is None else ex)
     settings = dict(model=args.model, n_tokens=params.n_tokens, d=params.d, width=args.width,
                     depth=args.depth, horizon=params.horizon, beta=params.beta,
                     activation=params.activation.name, sigma_w=params.sigma_w, sigma_b=params.sigma_b,
