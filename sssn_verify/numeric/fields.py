@@ -36,9 +36,18 @@ The MLP in law (exact-in-law sampling, ``mlp_preactivations`` / ``mlp_outputs``)
     ``Z[i, k] = sw <w_k, Y_i> + sb c_i b_k`` have i.i.d. columns k with covariance
     ``sw^2 <Y_i, Y_j> + sb^2 c_i c_j``; given the hidden matrix H (n, m), the outputs
     ``O[i, :] = m^{-1/2} sum_k a_k H[i, k]`` have i.i.d. coordinates with covariance
-    ``(sa^2 / m) <H_i, H_j>``.  Sampling these through an n x n Cholesky draws n m (resp.
+    ``(sa^2 / m) <H_i, H_j>``.  Sampling these through an n x n factor draws n m (resp.
     n d) normals instead of (d + 1) m (resp. m d): exact in law, and the literal-weights
     branch of each helper is kept for cross-checks and for n large.
+    Near coincidence (issue 11): the Gram matrix of the rows themselves cannot carry the
+    difference of two rows 1e-7 apart (its entries are O(1), the difference's variance
+    O(1e-14), a 2x2 Cholesky then cancels catastrophically).  The exact branches therefore
+    work in a *tree basis*: ``nearest_tree`` links every row to its nearest earlier row
+    (Prim), the basis is the root row and the differences along the edges (``edge_rows``,
+    each computed directly, so a 1e-12 difference keeps ~4 significant digits more than its
+    float inputs), their Gram matrix is factorised by ``graded_cholesky`` (pivot policy
+    relative to each row's own scale), and the draws are summed back along the tree
+    (``accumulate_tree``).  Exactly coincident rows get a zero edge: identical noise.
     A tangent vector v is the row ``(v, c = 0)``: the pair (F(y), J_F(y) v) is the output for
     ``H = [phi(z), phi'(z) * zdot]``.
 """
@@ -378,29 +387,164 @@ def gram_factor(V, Lg):
 
 # ---------------------------------------------------------------- the MLP in law
 @njit(cache=True)
+def graded_cholesky(C, B, rtol):
+    """B B^T = C for a *graded* PSD matrix C (rows of very different scales); returns a status.
+
+    Pivoted semi-definite Cholesky (largest remaining diagonal first) whose policy is relative
+    to each row's own scale: row i is frozen (determined by the pivots, conditional mean) once
+    its remaining diagonal is ``<= rtol * C_ii``, and a remaining diagonal below
+    ``-sqrt(rtol) * C_ii`` (or NaN) is ``STATUS_NOT_PSD``.  The policy is invariant under
+    C -> D C D (D diagonal), so a row of scale 1e-24 (the Gram entry of a 1e-12 difference) is
+    factorised to the same relative accuracy as a row of scale 1; exactly zero rows stay zero.
+    """
+    n = C.shape[0]
+    diag = np.empty(n)
+    perm = np.empty(n, np.int64)
+    for i in range(n):
+        if not (C[i, i] >= 0.0) or not np.isfinite(C[i, i]):
+            return STATUS_NOT_PSD
+        diag[i] = C[i, i]
+        perm[i] = i
+        for j in range(n):
+            B[i, j] = 0.0
+    for j in range(n):
+        q = -1
+        best = 0.0
+        for t in range(j, n):
+            i = perm[t]
+            if diag[i] > rtol * C[i, i] and diag[i] > best:
+                best = diag[i]
+                q = t
+        if q < 0:
+            for t in range(j, n):
+                i = perm[t]
+                if not (diag[i] >= -math.sqrt(rtol) * C[i, i]):
+                    return STATUS_NOT_PSD
+            return STATUS_OK
+        piv = perm[q]
+        perm[q] = perm[j]
+        perm[j] = piv
+        inv = 1.0 / math.sqrt(best)
+        B[piv, j] = best * inv
+        for t in range(j + 1, n):
+            i = perm[t]
+            if not (diag[i] > rtol * C[i, i]):  # frozen: determined by the pivots
+                if not (diag[i] >= -math.sqrt(rtol) * C[i, i]):
+                    return STATUS_NOT_PSD
+                continue
+            acc = C[i, piv]
+            for k in range(j):
+                acc -= B[i, k] * B[piv, k]
+            lij = acc * inv
+            B[i, j] = lij
+            diag[i] -= lij * lij
+    return STATUS_OK
+
+
+@njit(cache=True)
+def nearest_tree(X, c, w0, w1, ncols, order, parent):
+    """Prim's minimum spanning tree of the rows of X, rooted at row 0, for the near-coincidence basis.
+
+    Distance^2 of rows i, j: ``w0 sum_{col < ncols} (X_ic - X_jc)^2 + w1 (c_i - c_j)^2``.
+    ``order`` receives the visiting order (order[0] = 0) and ``parent[order[t]]`` (t >= 1) an
+    earlier row: every row but the root is represented by its difference from its nearest
+    earlier neighbour, so nearly coincident rows are linked by an edge (any spanning tree is
+    exact in law; a near one is what keeps small differences accurate).
+    """
+    n = X.shape[0]
+    best = np.empty(n)
+    inside = np.zeros(n, np.bool_)
+    order[0] = 0
+    parent[0] = -1
+    inside[0] = True
+    last = 0
+    for i in range(1, n):
+        best[i] = np.inf
+        parent[i] = 0
+    for t in range(1, n):
+        q = -1
+        bv = np.inf
+        for i in range(n):
+            if inside[i]:
+                continue
+            s = 0.0
+            for col in range(ncols):
+                e = X[i, col] - X[last, col]
+                s += e * e
+            e = c[i] - c[last]
+            s = w0 * s + w1 * e * e
+            if s < best[i]:  # NaN never wins: the row keeps its earlier parent
+                best[i] = s
+                parent[i] = last
+            if q < 0 or best[i] < bv:
+                bv = best[i]
+                q = i
+        inside[q] = True
+        order[t] = q
+        last = q
+    return
+
+
+@njit(cache=True)
+def edge_rows(X, order, parent, E):
+    """E[0] = X[order[0]], E[t] = X[order[t]] - X[parent[order[t]]]: the tree basis of the rows."""
+    n, k = X.shape
+    for col in range(k):
+        E[0, col] = X[order[0], col]
+    for t in range(1, n):
+        i = order[t]
+        pi = parent[i]
+        for col in range(k):
+            E[t, col] = X[i, col] - X[pi, col]
+
+
+@njit(cache=True)
+def accumulate_tree(D, order, parent, out):
+    """out[order[0]] = D[0], out[order[t]] = out[parent] + D[t] (back from the tree basis)."""
+    n, k = D.shape
+    for col in range(k):
+        out[order[0], col] = D[0, col]
+    for t in range(1, n):
+        i = order[t]
+        pi = parent[i]
+        for col in range(k):
+            out[i, col] = out[pi, col] + D[t, col]
+
+
+@njit(cache=True)
 def mlp_preactivations(state, Y, bias, sw, sb, exact, Z, C, L, Xi, Wd, bm, rtol):
     """Pre-activations Z (n, m): Z[i, k] = sw <w_k, Y_i> + sb bias_i b_k, fresh weights.
 
-    exact: draw Z through the n x n covariance sw^2 <Y_i, Y_j> + sb^2 bias_i bias_j
-    (C, L work arrays (n, n), Xi work (n, m)); otherwise draw the literal weights Wd (d, m)
-    and bm (m,).
+    exact: draw Z through the n x n covariance sw^2 <Y_i, Y_j> + sb^2 bias_i bias_j in the
+    near-coincidence basis (root row and tree differences, ``graded_cholesky``; C, L work
+    arrays (n, n), Xi work (n, m)); otherwise draw the literal weights Wd (d, m) and bm (m,).
     """
     n = Y.shape[0]
     m = Z.shape[1]
     if exact:
+        d = Y.shape[1]
+        order = np.empty(n, np.int64)
+        parent = np.empty(n, np.int64)
+        nearest_tree(Y, bias, sw * sw, sb * sb, d, order, parent)
+        E = np.empty((n, d))
+        edge_rows(Y, order, parent, E)
+        eb = np.empty(n)
+        eb[0] = bias[order[0]]
+        for t in range(1, n):
+            eb[t] = bias[order[t]] - bias[parent[order[t]]]
         for i in range(n):
             for j in range(i + 1):
                 s = 0.0
-                for c in range(Y.shape[1]):
-                    s += Y[i, c] * Y[j, c]
-                v = sw * sw * s + sb * sb * bias[i] * bias[j]
+                for c in range(d):
+                    s += E[i, c] * E[j, c]
+                v = sw * sw * s + sb * sb * eb[i] * eb[j]
                 C[i, j] = v
                 C[j, i] = v
-        status = psd_cholesky(C, L, rtol)
+        status = graded_cholesky(C, L, rtol)
         if status != STATUS_OK:
             return status
         fill_normal(state, Xi)
-        Z[:, :] = np.dot(L, Xi)  # L is the (pivoted) factor B
+        accumulate_tree(np.dot(L, Xi), order, parent, Z)
         return STATUS_OK
     fill_normal(state, Wd)
     fill_normal(state, bm)
@@ -412,24 +556,47 @@ def mlp_preactivations(state, Y, bias, sw, sb, exact, Z, C, L, Xi, Wd, bm, rtol)
     return STATUS_OK
 
 
+TREE_COLUMNS = 32  # hidden units used to pick the output tree (any tree is exact in law)
+
+
+@njit(cache=True)
+def output_factor(H, sa, C, L, rtol, order, parent):
+    """Factor of the outputs' covariance (sa^2/m) <H_i, H_j> in the near-coincidence basis.
+
+    Fills order/parent (tree over the hidden rows), C (the Gram matrix of the tree basis) and L
+    with L L^T = C (``graded_cholesky``); the outputs are ``accumulate_tree(L @ xi)``.
+    """
+    n, m = H.shape
+    zeros = np.zeros(n)
+    nearest_tree(H, zeros, 1.0, 0.0, min(m, TREE_COLUMNS), order, parent)
+    E = np.empty((n, m))
+    edge_rows(H, order, parent, E)
+    C[:, :] = np.dot(E, E.T)
+    scale = sa * sa / m
+    for i in range(n):
+        for j in range(n):
+            C[i, j] *= scale
+    return graded_cholesky(C, L, rtol)
+
+
 @njit(cache=True)
 def mlp_outputs(state, H, sa, exact, out, C, L, Zd, Am, rtol):
     """Outputs out (n, d): out[i] = m^{-1/2} sum_k a_k H[i, k], a_k ~ N(0, sa^2 I_d) fresh.
 
-    exact: through the n x n covariance (sa^2 / m) <H_i, H_j> (C, L work (n, n), Zd (n, d));
-    otherwise the literal output weights Am (m, d).
+    exact: through the n x n covariance (sa^2 / m) <H_i, H_j> in the near-coincidence basis
+    (``output_factor``; C, L work (n, n), Zd (n, d)); otherwise the literal output weights
+    Am (m, d).
     """
     n, m = H.shape
     if exact:
-        C[:, :] = np.dot(H, H.T)
-        scale = sa * sa / m
-        for i in range(n):
-            for j in range(n):
-                C[i, j] *= scale
-        status = psd_cholesky(C, L, rtol)
+        order = np.empty(n, np.int64)
+        parent = np.empty(n, np.int64)
+        status = output_factor(H, sa, C, L, rtol, order, parent)
         if status != STATUS_OK:
             return status
-        correlated_normals(state, L, Zd, out)
+        D = np.empty(out.shape)
+        correlated_normals(state, L, Zd, D)
+        accumulate_tree(D, order, parent, out)
         return STATUS_OK
     fill_normal(state, Am)
     out[:, :] = np.dot(H, Am)
@@ -443,11 +610,12 @@ def mlp_outputs(state, H, sa, exact, out, C, L, Zd, Am, rtol):
 def exact_in_law_choice(n: int, d: int, m: int, rng_cost: float = 8.0) -> tuple[bool, bool]:
     """Cost model (flops, one normal ~ rng_cost flops) choosing exact-in-law or literal weights.
 
-    Pre-activations: exact n m (rng + n/2) + n^2 d/2 + n^3/6 vs literal (d+1) m rng + n m d.
-    Outputs: exact n^2 m/2 + n^3/6 + n d (rng + n/2) vs literal m d (rng + n).
+    Pre-activations: exact n m (rng + n/2 + 1) + n^2 d + n^3/6 vs literal (d+1) m rng + n m d.
+    Outputs: exact n^2 m/2 + n m + n^3/6 + n d (rng + n/2) vs literal m d (rng + n)
+    (the tree basis adds n m for the differences or the sums back along the tree).
     """
-    pre_exact = n * m * (rng_cost + n / 2) + n * n * d / 2 + n ** 3 / 6
+    pre_exact = n * m * (rng_cost + n / 2 + 1) + n * n * d + n ** 3 / 6
     pre_literal = (d + 1) * m * rng_cost + n * m * d
-    out_exact = n * n * m / 2 + n ** 3 / 6 + n * d * (rng_cost + n / 2)
+    out_exact = n * n * m / 2 + n * m + n ** 3 / 6 + n * d * (rng_cost + n / 2)
     out_literal = m * d * (rng_cost + n)
     return bool(pre_exact < pre_literal), bool(out_exact < out_literal)
