@@ -21,16 +21,18 @@ Noise part of the two-point generator (from ``two_point``): ``L2 f = b f' + a f'
   bias ReLU never dissipates, whatever d.  (Research decision: the seed's "d > 3 suffices"
   is refuted under our conventions; whether the sup sits at the edge is checked
   numerically in the tests and reported by ``regime``.)
-* Attention: ``C_att = 2 ||V|| (1 + beta ||K^T Q||)`` in general (operator 2-norms), and
-  ``C_att = 0`` when ``V = 0``, or ``V = v I`` with ``v >= 0`` and either ``Q^T K = I`` or
-  ``beta = 0`` (then ``dE_beta/dt = -(v/N^2) sum_i Z_i |P_{x_i} A_i|^2 <= 0``).
-  What is proved: ``|d(1-rho_ij)/dt| <= C_att (1 - rho_ij)`` for every pair (both signs),
-  from the identity ``d(1-rho)/dt = -(1-rho)<S, x_i+x_j> + (1/2)(1+rho)<D, x_i-x_j>``,
-  ``|S| <= ||V||``, ``|x_i + x_j| <= 2``, ``|D| <= beta ||V|| ||K^T Q|| |x_i - x_j|``
-  (softmax-mean Jacobian ``beta V Cov_p K^T Q``, ``||Cov_p|| <= 1`` for unit vectors),
-  ``|x_i - x_j|^2 = 2(1-rho)``, ``1 + rho <= 2``; then ``f >= beta e^{beta rho}(1-rho)``
-  turns it into ``dE_beta/dt|_att <= C_att E_beta``.  The bound is attained at beta = 0
-  (``V = -I``, two tokens, rho -> 1), so the factor 2 cannot be lowered in general.
+* Attention (``attention_bound``): ``C_att = 2 ||V|| (1 + beta ||K^T Q||)`` in general (operator
+  2-norms; ``2 (S_V + beta S_VKQ)`` for H heads), derived, not typed: sympy proves the identity
+  ``d(1-rho)/dt = -(1-rho)<S, x_i+x_j> + (1/2)(1+rho)<D, x_i-x_j>`` (S, D the half-sum and difference
+  of the attention outputs), differentiates the softmax mean (``D m = beta Cov_p K^T Q``), proves
+  ``tr Cov_p = 1 - |m|^2 >= 0``, computes the chord lengths ``|x_i +- x_j|``; the stated lemmas
+  (``LEMMAS``: Cauchy-Schwarz, operator norm, mean value, psd trace) turn these into a bound on
+  ``|d(1-rho)/dt|/(1-rho)`` whose supremum over rho (a nondecreasing function, shown by its
+  derivative) is C_att.  Sharp at beta = 0 (``V = -v I``, two tokens, rho -> 1: ratio ``v (1+rho)``).
+  Zero case, derived as a condition: every head has ``V_h = 0`` or ``V_h = v_h I``, ``v_h >= 0`` with
+  ``Q_h^T K_h = I`` or ``beta = 0``; then ``dE_beta/dt = -(v/N^2) sum_i Z_i |P_{x_i} A_i/v|^2``
+  (identity verified by sympy) and sympy decides that it is ``<= 0``.  With
+  ``f >= beta e^{beta rho}(1-rho)`` this gives ``dE_beta/dt|_att <= C_att E_beta``.
 * Near synchronization attention adds exactly ``-2 <V x, x>`` to the rate (derived for two
   tokens, any beta and Q^T K), so no uniform rate is below
   ``lambda_edge - 2 lambda_min((V + V^T)/2)``: when that is > 0 the energy cannot dissipate.
@@ -247,22 +249,137 @@ def energy_identity_residual(n_tokens: int, *, zero_beta: bool = False, factor=1
     return sp.expand(sp.expand(dE - claim) * clear)
 
 
+# The operator-norm steps of the attention bound, stated once and applied to derived expressions.
+LEMMAS = {
+    "cauchy_schwarz": "Cauchy-Schwarz: $|\\langle u, w\\rangle| \\le |u|\\, |w|$",
+    "operator_norm": "operator norm and triangle inequality: $|\\sum_h M_h u_h| \\le \\sum_h \\|M_h\\|\\, |u_h|$ "
+                     "and $\\|A B\\| \\le \\|A\\|\\, \\|B\\|$",
+    "mean_value": "mean value inequality: for $g \\in C^1(\\mathbb{R}^d, \\mathbb{R}^d)$, $|g(x) - g(y)| \\le "
+                  "\\sup_{z \\in [x, y]} \\|D g(z)\\|\\, |x - y|$",
+    "psd_trace": "a positive semi-definite matrix $C$ has $\\|C\\| \\le \\operatorname{tr} C$",
+}
+
+
+def _keys_gram(n: int):
+    """Gram table of n unit keys y_1..y_n (<y_j, y_k> symbols) and n softmax weights p_j (p_n = 1 - others)."""
+    names = [f"y{j + 1}" for j in range(n)]
+    known = {(a, a): 1 for a in names}
+    G = Gram(names, known)
+    p = [sp.Symbol(f"p{j + 1}", positive=True) for j in range(n - 1)]
+    p.append(1 - sum(p))
+    return G, [G.vec(a) for a in names], p
+
+
+@lru_cache(maxsize=None)
+def softmax_mean_jacobian_residual(n: int) -> sp.Expr:
+    """Directional derivative of the softmax mean m(x) = sum_j p_j(x) y_j minus beta Cov_p M^T h.
+
+    p_j(x) = e^{beta s_j(x)}/sum_k e^{beta s_k(x)} with s_j(x) = <Q x, K y_j> = <x, M y_j>, M = Q^T K;
+    along a line s_j(x + t h) = s_j + t c_j with c_j = <h, M y_j>, and c_j - cbar = <M^T h, y_j - m>.  In the Gram
+    formalism Cov_p M^T h = sum_j p_j (y_j - m) <y_j - m, M^T h> = sum_j p_j (c_j - cbar)(y_j - m),
+    and the derivative of m along h is computed by sympy; the residual (a vector: its coefficients
+    on y_1..y_n) is returned as a tuple, zero for every n (the formula is n-free).
+    """
+    t = sp.Symbol("t", real=True)
+    s = [sp.Symbol(f"s{j + 1}", real=True) for j in range(n)]
+    c = [sp.Symbol(f"c{j + 1}", real=True) for j in range(n)]
+    e = [sp.exp(beta * (s[j] + t * c[j])) for j in range(n)]
+    Z = sum(e)
+    dm = [sp.diff(e[j] / Z, t).subs(t, 0) for j in range(n)]          # coefficient of y_j in Dm[h]
+    p = [sp.exp(beta * s[j]) / sum(sp.exp(beta * sk) for sk in s) for j in range(n)]
+    cbar = sum(p[k] * c[k] for k in range(n))
+    # beta Cov_p M^T h = beta sum_j p_j (c_j - cbar) (y_j - m): coefficient of y_j, since sum_j p_j (c_j - cbar) = 0
+    cov = [beta * p[j] * (c[j] - cbar) for j in range(n)]
+    return sp.Tuple(*[sp.simplify(dm[j] - cov[j]) for j in range(n)])
+
+
+@lru_cache(maxsize=None)
+def covariance_trace_identities(n: int):
+    """(tr Cov_p - (1 - |m|^2), (1 - |m|^2) - (1/2) sum_{j,k} p_j p_k |y_j - y_k|^2) for n unit keys (both 0)."""
+    G, ys, p = _keys_gram(n)
+    m = G.lin(*[(p[j], ys[j]) for j in range(n)])
+    dev = [G.lin((1, ys[j]), (-1, m)) for j in range(n)]
+    tr_cov = sp.expand(sum(p[j] * G.dot(dev[j], dev[j]) for j in range(n)))
+    one_minus_m2 = sp.expand(1 - G.dot(m, m))
+    spread = sp.expand(sum(p[j] * p[k] * G.dot(G.lin((1, ys[j]), (-1, ys[k])), G.lin((1, ys[j]), (-1, ys[k])))
+                           for j in range(n) for k in range(n)) / 2)
+    return sp.simplify(tr_cov - one_minus_m2), sp.simplify(one_minus_m2 - spread)
+
+
+@lru_cache(maxsize=None)
+def pair_chord_norms():
+    """(|x_i + x_j|, |x_i - x_j|) for unit x_i, x_j with <x_i, x_j> = rho (Gram formalism)."""
+    G = Gram(["x", "y"], {("x", "x"): 1, ("y", "y"): 1, ("x", "y"): rho})
+    x, y = G.vec("x"), G.vec("y")
+    plus, minus = G.lin((1, x), (1, y)), G.lin((1, x), (-1, y))
+    return sp.sqrt(sp.factor(G.dot(plus, plus))), sp.sqrt(sp.factor(G.dot(minus, minus)))
+
+
+def _bound_over_rho(ratio: sp.Expr) -> sp.Expr:
+    """sup over rho in [-1, 1) of `ratio`, shown nondecreasing in rho (derivative >= 0), hence its value at 1."""
+    w = sp.Symbol("w", positive=True)                         # rho = -1 + w, w in (0, 2]
+    slope = sp.simplify(sp.diff(ratio, rho).subs(rho, w - 1))
+    if not slope.is_nonnegative:
+        raise DerivationError(f"attention bound: cannot show the ratio is nondecreasing in rho: {slope}")
+    return sp.factor(sp.limit(ratio, rho, 1, "-"))
+
+
+@lru_cache(maxsize=None)
+def attention_ratio_bound(heads: int | None = None):
+    """The bound on |d(1-rho_ij)/dt| / (1 - rho_ij), assembled from derived expressions and LEMMAS.
+
+    heads = None: general H in the sums S_V = sum_h ||V_h||, S_VKQ = sum_h ||V_h|| ||K_h^T Q_h||;
+    heads = H (an int): the per-head norms ||V_h||, ||K_h^T Q_h|| as symbols (H = 1: norm_V, norm_KtQ).
+    Returns (ratio(rho), sup over rho, |S| bound, |D| bound / |x_i - x_j|, head-norm symbols).
+
+    * d(1-rho)/dt = -(1-rho)<S, x_i + x_j> + (1/2)(1+rho)<D, x_i - x_j> (``attention_rho_identity``),
+      S = (A_i + A_j)/2, D = A_i - A_j, A = sum_h V_h m_h;
+    * |m_h| <= 1 and ||Cov_p|| <= 1: tr Cov_p = 1 - |m|^2 = (1/2) sum p_j p_k |y_j - y_k|^2 >= 0
+      (``covariance_trace_identities``) and the psd_trace lemma;
+    * D m_h = beta Cov_p (K_h^T Q_h) (``softmax_mean_jacobian_residual``), so by the mean value and
+      operator-norm lemmas |m_h(x_i) - m_h(x_j)| <= beta ||Cov_p|| ||K_h^T Q_h|| |x_i - x_j|;
+    * Cauchy-Schwarz on both inner products, with |x_i +- x_j| from ``pair_chord_norms``.
+    """
+    # from tr Cov_p = 1 - |m|^2 >= 0 (``covariance_trace_identities``, checked by the caller) and the psd_trace
+    # lemma: ||Cov_p|| <= tr Cov_p = 1 - |m|^2 and |m| = sqrt(1 - tr Cov_p), over |m|^2 in [0, 1]
+    m2 = sp.Symbol("m2", nonnegative=True)
+    cov_norm = sp.maximum(1 - m2, m2, sp.Interval(0, 1))
+    sup_m = sp.maximum(sp.sqrt(m2), m2, sp.Interval(0, 1))
+    if heads is None:
+        pairs = [(sum_V, None)]
+        sS = sum_V * sup_m
+        sD = beta * cov_norm * sum_VKQ
+        syms = (sum_V, sum_VKQ)
+    else:
+        if heads == 1:
+            pairs = [(norm_V, norm_KtQ)]
+        else:
+            pairs = [(sp.Symbol(f"norm_V{h + 1}", nonnegative=True), sp.Symbol(f"norm_KtQ{h + 1}", nonnegative=True))
+                     for h in range(heads)]
+        sS = sum(nv * (sup_m + sup_m) / 2 for nv, _ in pairs)                  # |S| <= sum_h ||V_h|| (|m_i|+|m_j|)/2
+        sD = sum(nv * beta * cov_norm * nkq for nv, nkq in pairs)             # |D| / |x_i - x_j|
+        syms = tuple(x for pr in pairs for x in pr)
+    plus, minus = pair_chord_norms()
+    total = (1 - rho) * sS * plus + sp.Rational(1, 2) * (1 + rho) * (sD * minus) * minus
+    ratio = sp.simplify(total / (1 - rho))
+    return ratio, _bound_over_rho(ratio), sS, sD, syms
+
+
 @lru_cache(maxsize=None)
 def attention_constant_heads():
     """((beta, S_V, S_VKQ), C_att, bound on the D-term, (sum_h ||V_h||, sum_h ||V_h|| ||K_h^T Q_h||)) for H heads.
 
-    A_i = sum_h V_h m_h(x_i), m_h the softmax mean of head h: |S| <= sum_h ||V_h|| = S_V and
-    |D| <= beta sum_h ||V_h|| ||K_h^T Q_h|| |x_i - x_j| = beta S_VKQ |x_i - x_j|, so C_att is the
-    max over rho in [-1,1] of [2 S_V (1-rho) + (1/2)(1+rho) beta S_VKQ |x_i-x_j|^2]/(1-rho).
+    A_i = sum_h V_h m_h(x_i), m_h the softmax mean of head h: |S| <= S_V and
+    |D| <= beta S_VKQ |x_i - x_j| (``attention_ratio_bound``); C_att is the sup over rho of the bound
+    on |d(1-rho)/dt| / (1-rho).
     """
     h = sp.Idx("h")
     nV_h, nKQ_h = sp.IndexedBase("norm_V"), sp.IndexedBase("norm_KtQ")
     sums = (sp.Sum(nV_h[h], (h, 1, H)), sp.Sum(nV_h[h] * nKQ_h[h], (h, 1, H)))
-    bound_S = 2 * sum_V * (1 - rho)               # |S| <= S_V, |x_i + x_j| <= 2
-    dist2 = 2 * (1 - rho)                         # |x_i - x_j|^2
-    bound_D = sp.Rational(1, 2) * (1 + rho) * beta * sum_VKQ * dist2
-    worst = sp.maximum(sp.simplify((bound_S + bound_D) / (1 - rho)), rho, sp.Interval(-1, 1))
-    return (beta, sum_V, sum_VKQ), sp.factor(worst), bound_D, sums
+    _, C, _, sD, _ = attention_ratio_bound(None)
+    _, minus = pair_chord_norms()
+    bound_D = sp.factor(sp.Rational(1, 2) * (1 + rho) * sD * minus**2)
+    return (beta, sum_V, sum_VKQ), C, bound_D, sums
 
 
 def attention_constant_one_head() -> sp.Expr:
@@ -275,16 +392,50 @@ def attention_constant_one_head() -> sp.Expr:
 
 @lru_cache(maxsize=None)
 def attention_constant():
-    """((norm_V, norm_KtQ, beta), bound on the D-term, C_att) for one head (Q, K, V).
+    """((norm_V, norm_KtQ, beta), bound on the D-term, C_att) for one head (Q, K, V)."""
+    _, C, _, sD, _ = attention_ratio_bound(1)
+    _, minus = pair_chord_norms()
+    bound_D = sp.factor(sp.Rational(1, 2) * (1 + rho) * sD * minus**2)
+    return (norm_V, norm_KtQ, beta), bound_D, C
 
-    C_att = max over rho in [-1,1] of [2 ||V|| (1-rho) + (1/2)(1+rho) beta ||V|| ||K^T Q|| |x_i-x_j|^2]/(1-rho).
+
+@lru_cache(maxsize=None)
+def sharp_pair_ratio():
+    """[d(1-rho)/dt] / (1-rho) for two tokens, beta = 0, V = -v I (one head): (ratio(rho), its limit at rho -> 1).
+
+    At beta = 0 both softmax means are (x_i + x_j)/2, so A_i = A_j = -v (x_i + x_j)/2; the pair rate
+    is computed in the Gram formalism.  The limit is 2 v = C_att(beta = 0, ||V|| = v): the bound is
+    attained there (the factor 2 of C_att cannot be lowered).
     """
-    nV, nKQ, b_ = norm_V, norm_KtQ, beta
-    bound_S = 2 * nV * (1 - rho)                  # |S| <= ||V||, |x_i + x_j| <= 2
-    dist2 = 2 * (1 - rho)                         # |x_i - x_j|^2
-    bound_D = sp.Rational(1, 2) * (1 + rho) * b_ * nV * nKQ * dist2
-    worst = sp.maximum(sp.simplify((bound_S + bound_D) / (1 - rho)), rho, sp.Interval(-1, 1))
-    return (nV, nKQ, b_), bound_D, sp.factor(worst)
+    v = sp.Symbol("v", positive=True)
+    G = Gram(["x", "y"], {("x", "x"): 1, ("y", "y"): 1, ("x", "y"): rho})
+    x, y = G.vec("x"), G.vec("y")
+    A = G.lin((-v / 2, x), (-v / 2, y))
+    vx = G.lin((1, A), (-G.dot(x, A), x))
+    vy = G.lin((1, A), (-G.dot(y, A), y))
+    rate = -(G.dot(vx, y) + G.dot(x, vy))                 # d(1-rho)/dt
+    ratio = sp.factor(sp.simplify(rate / (1 - rho)))
+    return v, ratio, sp.limit(ratio, rho, 1, "-")
+
+
+def energy_lowering_condition():
+    """The condition (per head h) under which the attention part of dE_beta/dt is <= 0: V_h = 0, or
+    V_h = v_h I with v_h >= 0 and (Q_h^T K_h = I or beta = 0)."""
+    Vh, Qh, Kh = (sp.MatrixSymbol(f"{n}_h", d, d) for n in "VQK")
+    vh = sp.Symbol("v_h", nonnegative=True)
+    return sp.Or(sp.Eq(Vh, sp.ZeroMatrix(d, d)),
+                 sp.And(sp.Eq(Vh, vh * sp.Identity(d)), sp.Or(sp.Eq(Qh.T * Kh, sp.Identity(d)), sp.Eq(beta, 0))))
+
+
+@lru_cache(maxsize=None)
+def energy_lowering_derivative(n_tokens: int = 3):
+    """dE_beta/dt under the condition: -(v/N^2) sum_i Z_i n_i with n_i = |P_{x_i} A_i / v|^2 >= 0 (symbols),
+    and sympy's verdict that it is <= 0 (the identity itself is ``energy_identity_residual``)."""
+    v = sp.Symbol("v", nonnegative=True)
+    Z = [sp.Symbol(f"Z{i}", positive=True) for i in range(n_tokens)]
+    nn = [sp.Symbol(f"n{i}", nonnegative=True) for i in range(n_tokens)]
+    dE = -v * sum(Z[i] * nn[i] for i in range(n_tokens)) / n_tokens**2
+    return dE, dE.is_nonpositive
 
 
 @lru_cache(maxsize=None)
@@ -335,27 +486,65 @@ def attention_bound() -> Derivation:
          "($E_0$: the same with $f(\\rho) = 1 - \\rho$)",
          "norms are operator 2-norms"],
         [], None)
+    for key, text in LEMMAS.items():
+        dv.assumptions.append(f"Lemma ({key.replace('_', ' ')}): " + text)
     drho, claim, residual = attention_rho_identity()
-    dv.add("Attention part of $d\\rho_{ij}/dt$ (inner products, any $d$)", drho)
+    dv.add("Attention velocity $x_i' = P_{x_i} A_i$ with $A_i = V m(x_i)$, $m(x) = \\sum_j p_j(x) x_j$ the softmax "
+           "mean; the attention part of $d\\rho_{ij}/dt = \\langle x_i', x_j\\rangle + \\langle x_i, x_j'\\rangle$ "
+           "(inner products, any $d$)", drho)
     if residual != 0:
         raise DerivationError("attention identity failed")
     dv.add("Identity $d(1-\\rho)/dt = -(1-\\rho)\\langle S, x_i + x_j\\rangle + \\tfrac12 (1+\\rho)\\langle D, x_i - x_j\\rangle$ "
            "with $S = (A_i + A_j)/2$, $D = A_i - A_j$: the residual", residual)
-    (nV, nKQ, b_), bound_D, C = attention_constant()
-    dv.add("$|\\text{first term}| \\le 2\\|V\\| (1-\\rho)$; $|D| \\le \\beta \\|V\\| \\|K^{\\top} Q\\| |x_i - x_j|$ (the "
-           "Jacobian of the softmax mean is $\\beta V \\operatorname{Cov}_p K^{\\top} Q$ with "
-           "$\\|\\operatorname{Cov}_p\\| \\le 1$) and $|x_i - x_j|^2 = 2(1-\\rho)$, so $|\\text{second term}|$ is at most",
-           sp.factor(bound_D))
-    dv.add("The maximum over $\\rho \\in [-1, 1]$ of the total bound divided by $1 - \\rho$: "
-           "$|d(1-\\rho)/dt| \\le C_{\\mathrm{att}} (1 - \\rho)$ with $C_{\\mathrm{att}}$ equal to", C)
+    for n in (2, 3, 4):
+        jac = softmax_mean_jacobian_residual(n)
+        if any(r != 0 for r in jac):
+            raise DerivationError(f"softmax-mean Jacobian failed for n={n}: {jac}")
+    dv.add("Softmax Jacobian: along $x + t h$ the scores are $s_j + t c_j$ with "
+           "$s_j = \\langle Q x, K x_j\\rangle$, $c_j = \\langle h, Q^{\\top} K x_j\\rangle$; sympy differentiates $m = \\sum_j e^{\\beta s_j} x_j / \\sum_k e^{\\beta s_k}$ and finds "
+           "$D m[h] = \\beta \\operatorname{Cov}_p K^{\\top} Q\\, h$, "
+           "$\\operatorname{Cov}_p = \\sum_j p_j (x_j - m)(x_j - m)^{\\top}$: the residual (coefficients of "
+           "$x_1, \\dots, x_n$; $n = 2, 3, 4$ keys)", softmax_mean_jacobian_residual(3))
+    ids = [covariance_trace_identities(n) for n in (2, 3, 4)]
+    if any(r != 0 for pair in ids for r in pair):
+        raise DerivationError(f"covariance trace identities failed: {ids}")
+    dv.add("For unit keys $\\operatorname{tr} \\operatorname{Cov}_p = 1 - |m|^2 = \\tfrac12 \\sum_{j,k} p_j p_k "
+           "|x_j - x_k|^2 \\ge 0$ (residuals below, $n = 2, 3, 4$); with the psd-trace lemma "
+           "$\\|\\operatorname{Cov}_p\\| \\le 1$ and $|m| \\le 1$", sp.Tuple(*ids[1]))
+    plus, minus = pair_chord_norms()
+    dv.add("Chord lengths (Gram formalism): $(|x_i + x_j|, |x_i - x_j|)$", sp.Tuple(plus, minus))
+    ratio1, C, sS1, sD1, _ = attention_ratio_bound(1)
+    (nV, nKQ, b_), bound_D, _ = attention_constant()
+    dv.add("Operator-norm lemma and $|m| \\le 1$: $|S| \\le \\|V\\| (|m(x_i)| + |m(x_j)|)/2$, at most", sS1)
+    dv.add("Mean value lemma with the derived Jacobian and $\\|\\operatorname{Cov}_p\\| \\le 1$: "
+           "$|D| \\le \\|V\\| \\sup \\|D m\\|\\, |x_i - x_j|$, i.e. $|D| / |x_i - x_j|$ is at most", sD1)
+    dv.add("Cauchy-Schwarz on both terms: $|d(1-\\rho)/dt| / (1-\\rho)$ is at most", ratio1)
+    w = sp.Symbol("w", positive=True)
+    dv.add("Its derivative in $\\rho$ (at $\\rho = w - 1$) is $\\ge 0$ on $[-1, 1)$, so the supremum is the value "
+           "at $\\rho \\to 1$: $|d(1-\\rho)/dt| \\le C_{\\mathrm{att}} (1 - \\rho)$ with $C_{\\mathrm{att}}$ equal to",
+           C)
+    dv.extras["c_att_slope"] = sp.sstr(sp.simplify(sp.diff(ratio1, rho).subs(rho, w - 1)))
     (_, S_V, S_VKQ), C_heads, _, (sum_v, sum_vkq) = attention_constant_heads()
-    dv.add("$H$ heads, $A_i = \\sum_h V_h m_h(x_i)$ with $m_h$ the softmax mean of head $h$: $|S| \\le S_V$ and "
-           "$|D| \\le \\beta S_{VKQ} |x_i - x_j|$ with", sp.Tuple(sp.Eq(S_V, sum_v), sp.Eq(S_VKQ, sum_vkq)))
-    dv.add("The same maximum over $\\rho$ gives $C_{\\mathrm{att}}$ for $H$ heads", C_heads)
+    ratio2, C2, _, _, _ = attention_ratio_bound(2)
+    dv.add("$H$ heads, $A_i = \\sum_h V_h m_h(x_i)$ with $m_h$ the softmax mean of head $h$: the same steps head by "
+           "head (triangle inequality over heads) give $|S| \\le S_V$ and $|D| \\le \\beta S_{VKQ} |x_i - x_j|$ with",
+           sp.Tuple(sp.Eq(S_V, sum_v), sp.Eq(S_VKQ, sum_vkq)))
+    dv.add("Two heads, per-head norms: the supremum over $\\rho$ of the bound", C2)
+    dv.add("The same supremum over $\\rho$ gives $C_{\\mathrm{att}}$ for $H$ heads", C_heads)
     diff_one = sp.simplify(attention_constant_one_head() - C)
-    if diff_one != 0:
-        raise DerivationError(f"H = 1 does not give the single-head C_att: {diff_one}")
-    dv.add("$H = 1$ gives back the one-head constant: the difference is", diff_one)
+    diff_two = sp.simplify(C2 - C_heads.subs({S_V: sum_v.subs(H, 2).doit(), S_VKQ: sum_vkq.subs(H, 2).doit()})
+                           .subs({sp.IndexedBase("norm_V")[k]: sp.Symbol(f"norm_V{k}", nonnegative=True) for k in (1, 2)})
+                           .subs({sp.IndexedBase("norm_KtQ")[k]: sp.Symbol(f"norm_KtQ{k}", nonnegative=True)
+                                  for k in (1, 2)}))
+    if diff_one != 0 or diff_two != 0:
+        raise DerivationError(f"H = 1, 2 do not give the per-head C_att: {diff_one}, {diff_two}")
+    dv.add("$H = 1$ and $H = 2$ of the general formula give back the per-head computations: the differences are",
+           sp.Tuple(diff_one, diff_two))
+    v, sharp, sharp_lim = sharp_pair_ratio()
+    if sp.simplify(sharp_lim - C.subs({b_: 0, nV: v})) != 0:
+        raise DerivationError(f"sharpness: {sharp_lim} is not C_att(beta = 0, ||V|| = v)")
+    dv.add("Sharpness: two tokens, $\\beta = 0$, $V = -v I$ give $[d(1-\\rho)/dt]/(1-\\rho)$ below, whose limit as "
+           "$\\rho \\to 1$ is $2 v = C_{\\mathrm{att}}(\\beta = 0)$: the constant cannot be lowered in general", sharp)
     bb = sp.Symbol("beta", positive=True)
     h = sp.exp(bb) - sp.exp(bb * rho) - bb * sp.exp(bb * rho) * (1 - rho)
     dh = sp.factor(sp.diff(h, rho))
@@ -377,13 +566,18 @@ def attention_bound() -> Derivation:
     for n in (2, 3):
         if energy_identity_residual(n, heads=2) != 0 or energy_identity_residual(n, heads=2, zero_beta=True) != 0:
             raise DerivationError(f"two-head energy identity failed for N={n}")
-    dv.add("$H$ heads with $V_h = v_h I$, $v_h \\ge 0$ and $Q_h^{\\top} K_h = I$ (or $\\beta = 0$) share the weights "
-           "$e^{\\beta\\rho_{ij}}$, so $A_i = (\\sum_h v_h) m_i$ and the identity below holds with $v = \\sum_h v_h$ "
-           "(verified for $H = 2$, $N = 2, 3$); a head with $V_h = 0$ contributes nothing: the residual", sp.S.Zero)
-    dv.add("$V = v I$, $Q^{\\top} K = I$: $dE_\\beta/dt = -\\frac{v}{N^2} \\sum_i Z_i |P_{x_i} A_i / v|^2$ with "
-           "$Z_i = \\sum_j e^{\\beta\\rho_{ij}}$, verified symbolically for $N = 2, 3, 4$ (and $\\beta = 0$; any "
-           "normalizations $Z_i$) after the symmetrization $\\sum_{i,j} e^{\\beta\\rho_{ij}} (\\langle x_i', x_j\\rangle + "
-           "\\langle x_i, x_j'\\rangle) = 2 \\sum_i \\langle x_i', Z_i A_i / v\\rangle$: the residual", sp.S.Zero)
+    cond = energy_lowering_condition()
+    dv.add("Zero case. Under the condition below for every head, all such heads share the weights "
+           "$e^{\\beta\\rho_{ij}}$ (at $\\beta = 0$ all weights are 1), so $A_i = v\\, m_i$ with $v = \\sum_h v_h$",
+           cond)
+    dv.add("Then $dE_\\beta/dt = -\\frac{v}{N^2} \\sum_i Z_i |P_{x_i} A_i / v|^2$ with $Z_i = \\sum_j e^{\\beta\\rho_{ij}}$: "
+           "sympy computes $dE_\\beta/dt$ from the pair rates and the residual of this identity is 0 for $N = 2, 3, 4$ "
+           "(one head; and $\\beta = 0$; any normalizations $Z_i$) and for $H = 2$, $N = 2, 3$", sp.S.Zero)
+    dE, nonpos = energy_lowering_derivative(3)
+    if nonpos is not True:
+        raise DerivationError(f"zero case: sympy cannot show {dE} <= 0")
+    dv.add("With $n_i = |P_{x_i} A_i / v|^2 \\ge 0$, $Z_i > 0$, $v \\ge 0$ ($N = 3$ shown) sympy decides that "
+           "$dE_\\beta/dt \\le 0$: attention can only lower the energy, and $C_{\\mathrm{att}} = 0$", sp.Le(dE, 0))
     ns = near_sync_attention_rate()
     dv.add("Near synchronization (two tokens at $x = e_1$, $\\rho \\to 1$; any attention weights whose rows are "
            "equal at coincidence, so any $\\beta$, $Q$, $K$) attention adds the rate "
@@ -394,8 +588,9 @@ def attention_bound() -> Derivation:
     dv.add("Two heads, each with its own $V_h$ and weights: the near-synchronization rate is "
            "$-2 \\sum_h \\langle V_h x, x\\rangle$, so with $H$ heads $V$ is replaced by $\\sum_h V_h$ in the bound above",
            ns2)
-    dv.result = sp.Piecewise((0, sp.Symbol("energy_lowering")), (C_heads, True))
+    dv.result = sp.Piecewise((0, cond), (C_heads, True), evaluate=False)
     dv.extras.update(c_att=sp.sstr(C), c_att_heads=sp.sstr(C_heads), near_sync_attention_rate=sp.sstr(ns),
+                     sharp_ratio=sp.sstr(sharp),
                      zero_when="every head has V_h = 0, or V_h = v_h I with v_h >= 0 and (Q_h^T K_h = I or "
                                "beta = 0)")
     return dv
