@@ -126,8 +126,12 @@ def test_lambda1_k0_k1_swap_is_caught_where_they_differ(capsys):
     ("(d-1)*k0-(d-3)*k1", "rejected"),
 ])
 def test_lambda_bar_candidates(capsys, candidate, verdict):
-    out = run_json(capsys, "lambda_bar", "--candidate", candidate)
+    # the edge formula is lambda_bar only where the sup sits at the edge (ReLU, beta = 0); with beta
+    # free the checker moves to a point where it sits at rho = -1 and rejects it
+    out = run_json(capsys, "lambda_bar", "--candidate", candidate, "--beta", "0")
     assert out["verdict"] == verdict, out
+    if verdict == "consistent":
+        assert run_json(capsys, "lambda_bar", "--candidate", candidate)["verdict"] == "rejected"
 
 
 @settings(max_examples=5, deadline=None)

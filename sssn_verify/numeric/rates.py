@@ -9,7 +9,8 @@ from the numeric kernel (``numeric.kernels``):
 * ``lambda_bar(activation, d, sw, sb, sa, beta) -> (value, argmax_rho)``:
   ``sup_{rho in [-1,1)} L2 f / f``, evaluated in the stable form
   ``L2 f/f = -e^{-beta u} (N/u)(u, q) / h(u)``, ``u = 1 - rho``, ``q = gap(u)/u``,
-  ``h(u) = -expm1(-beta u)/(beta u)`` (1 at beta = 0), so there is no cancellation near
+  ``h(u) = -expm1(-beta u)/(beta u)`` (1 at beta = 0, and wherever beta u underflows to 0,
+  e.g. a subnormal beta), so there is no cancellation near
   rho = 1; the edge limit (u -> 0) is ``-(N/u)(0, k1) = (d-1) k1 - (d-3) k0``.  The sup is
   taken over a dense grid (geometric in u near the edge, uniform elsewhere, rho = -1
   included) plus the edge limit, then refined by nested grids (33 points, the bracket
@@ -85,8 +86,10 @@ def ratio(kf, d: int, beta: float, us: np.ndarray) -> np.ndarray:
     qs = kf.gap(us) / us
     num = _fn("dissipation.stable_numerator")(us, qs, d, kf.k0, beta)
     if beta > 0:
-        h = -np.expm1(-beta * us) / (beta * us)
-        return -np.exp(-beta * us) * num / h
+        # h(x) = -expm1(-x)/x with h(0) = 1: a subnormal beta makes x = beta u exactly 0 (not 0/0)
+        x = beta * us
+        h = np.where(x > 0, -np.expm1(-x) / np.where(x > 0, x, 1.0), 1.0)
+        return -np.exp(-x) * num / h
     return -np.asarray(num, dtype=float) * np.ones_like(us)
 
 

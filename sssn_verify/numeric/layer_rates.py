@@ -1,0 +1,257 @@
+"""Rates of the energy read off one exact layer of the Gaussian transformer, without the derivation.
+
+This module is the *independent evidence* for ``lambda_bar`` (docs/mathematics.md, section 5):
+nothing here uses the sympy results (the drift ``b``, the diffusion ``a``, the edge value or the
+projection drift ``c``).  It uses only the definition of one noise layer of the Gaussian
+transformer (m = infinity, attention optional),
+
+    x_i' = Pi(y_i + s G(y_i)),   s = sqrt(delta),   E[G(x) G(y)^T] = K(<x, y>) I_d,
+
+and the kernel K (by quadrature: ``numeric.kernels.kernel(..., force_quadrature=True)``), with
+``f~(u) = (1 - e^{-beta u}) / beta`` (``u`` at beta = 0), ``u = 1 - rho``: ``f = e^beta beta f~``,
+so every ratio below is the ratio for ``f`` itself.
+
+Deterministic: the generator of one exact layer (``generator_ratio``)
+    ``E f(u'(sG)) = f(u) + (s^2/2) tr(H Sigma) + O(s^4)`` exactly for a centred Gaussian ``G``
+    (odd moments vanish), ``H`` the Hessian of ``G -> f(u'(G))`` at 0 and ``Sigma = C (x) I_d``
+    the noise covariance of the two tokens (``C = [[k0, K], [K, k0]]``).  So the generator is
+    ``(1/2) sum_k lambda_k F_k''(0)`` over the 2d eigen-directions of Sigma (per coordinate the
+    common mode ``lambda_+ = 2 k0 - gap`` and the difference mode ``lambda_- = gap``, gap =
+    k0 - K(1-u) in stable form); the two tokens sit at ``(c, +-s, 0...)`` with ``s = sqrt(u/2)``,
+    so coordinates 3..d are equivalent (multiplicity d - 2).  ``F_k''(0)`` is a central second
+    difference in the standard-normal coordinate, Richardson-extrapolated over three steps
+    (error O(h^6) plus rounding; the reported error is the last Richardson correction plus 1e-12
+    of the largest term).  ``u'`` is computed from the difference of the two points (never as
+    1 - <x', y'>), so the ratio keeps its relative accuracy down to u = 1e-14.
+
+    ``sup_ratio`` maximizes the ratio over u in (0, 2] (a geometric grid to u = 1e-12, a uniform
+    one to u = 2, then nested grids around the best point, as the derived sup does with the
+    derived ratio); the edge limit u -> 0 is the ratio at u = 1e-14 with its bias
+    ``|r(4e-14) - r(1e-14)|`` (a sqrt(u) term, as for ReLU) in the error.
+
+Monte Carlo: the initial rate of ``E[E_beta]`` under exact layers (``initial_rate_paths``)
+    N tokens at X; per path the field at the tokens is drawn with the engine's sampler
+    (``fields.sample_field``, per-path seeds from ``numeric.rng``), the same standard normals
+    for every step ``delta_k = delta / 2^k`` (k = 0, 1, 2: shared noise) and for ``+-G``
+    (antithetic: the per-path statistic is even in s, so its fluctuations are O(1), not
+    O(1/s)).  ``A_k = (E(X'_+) + E(X'_-) - 2 E(X)) / (2 delta_k E(X))`` has mean
+    ``r + c_1 delta_k + c_2 delta_k^2 + O(delta^3)``; the Richardson combination
+    ``(8 A_2 - 6 A_1 + A_0) / 3`` removes the c_1 and c_2 terms, so the time-step bias is
+    O(delta^3) (``delta = 1e-2``: below 1e-6 of the rate) instead of an allowance.  With
+    attention on, ``y = Pi(x + delta_k A(x))`` (``attention.half_step``) precedes the noise.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .attention import half_step, work as attention_work
+from .fields import STATUS_OK, rng_state, sample_field
+from .sphere import project_rows
+
+EDGE_U = 1e-14
+_H = 0.02                     # the largest step of the second differences (standard-normal units)
+_EDGE_GRID = np.geomspace(1e-12, 1e-2, 41)
+_BULK_GRID = np.linspace(1e-2, 2.0, 400)
+GRID_U = np.concatenate([_EDGE_GRID[:-1], _BULK_GRID])
+DELTA = 1e-2                   # the largest layer step of the Monte Carlo (Richardson over /1, /2, /4)
+
+
+def f_tilde(u, beta: float):
+    """(1 - e^{-beta u}) / beta (u at beta = 0): f = e^beta - e^{beta rho} divided by e^beta beta.
+
+    Written as u h(beta u), h(x) = -expm1(-x)/x (h(0) = 1), so that a subnormal beta (beta u = 0
+    in floating point) gives u, not 0/0."""
+    u = np.asarray(u, dtype=float)
+    x = beta * u
+    with np.errstate(invalid="ignore", divide="ignore"):
+        h = np.where(x > 0, -np.expm1(-x) / np.where(x > 0, x, 1.0), 1.0)
+    return u * h
+
+
+def _u_after(c, s, beta, coord, sign, lam, tau):
+    """f~(u') after the noise step g_x = sqrt(lam/2) tau e_coord, g_y = sign g_x (vectorized)."""
+    amp = np.sqrt(np.maximum(lam, 0.0) / 2.0) * tau     # a mode of variance 0 (rounded below 0) moves nothing
+    ax = [c, s, np.zeros_like(c)]
+    ay = [c, -s, np.zeros_like(c)]
+    ax[coord] = ax[coord] + amp
+    ay[coord] = ay[coord] + sign * amp
+    diff = [np.zeros_like(c), 2.0 * s, np.zeros_like(c)]       # a - b, formed without cancellation
+    if sign < 0:
+        diff[coord] = diff[coord] + 2.0 * amp
+    na = np.sqrt(sum(v * v for v in ax))
+    nb = np.sqrt(sum(v * v for v in ay))
+    dn = -sum(di * (p + q) for di, p, q in zip(diff, ax, ay)) / (na + nb)      # nb - na
+    dx = [di / na + q * dn / (na * nb) for di, q in zip(diff, ay)]           # x' - y'
+    return f_tilde(0.5 * sum(v * v for v in dx), beta)
+
+
+def generator_ratio(kf, d: int, beta: float, us, h: float = _H):
+    """(Lf/f at rho = 1 - u, its numerical error) for one exact Gaussian layer (see module doc).
+
+    ``kf`` a numeric kernel (k0 and the stable gap); ``us`` in (0, 2]."""
+    us = np.atleast_1d(np.asarray(us, dtype=float))
+    s = np.sqrt(us / 2.0)
+    c = np.sqrt(np.maximum(1.0 - us / 2.0, 0.0))
+    gap = np.asarray(kf.gap(us), dtype=float)
+    f0 = f_tilde(us, beta)
+    total = {0: np.zeros_like(us), 1: np.zeros_like(us), 2: np.zeros_like(us)}
+    scale = np.zeros_like(us)
+    for coord, mult in ((0, 1.0), (1, 1.0), (2, float(d - 2))):
+        if mult == 0.0:
+            continue
+        for sign, lam in ((1.0, 2.0 * kf.k0 - gap), (-1.0, gap)):
+            for k in range(3):
+                hk = h / 2 ** k
+                fp = _u_after(c, s, beta, coord, sign, lam, hk)
+                fm = _u_after(c, s, beta, coord, sign, lam, -hk)
+                total[k] = total[k] + 0.5 * mult * (fp - 2.0 * f0 + fm) / (hk * hk)
+                scale = np.maximum(scale, mult * np.maximum(np.abs(fp), np.abs(fm)) / (hk * hk))
+    r1 = [(4.0 * total[k + 1] - total[k]) / 3.0 for k in range(2)]
+    r2 = (16.0 * r1[1] - r1[0]) / 15.0
+    err = np.abs(r2 - r1[1]) + 1e-12 * scale + 1e-14 * np.abs(r2)
+    return r2 / f0, err / f0
+
+
+def edge_ratio(kf, d: int, beta: float) -> tuple[float, float]:
+    """lim_{rho -> 1} Lf/f: the ratio at u = 1e-14, error including the bias |r(4u) - r(u)|."""
+    r, e = generator_ratio(kf, d, beta, np.array([EDGE_U, 4.0 * EDGE_U]))
+    return float(r[0]), float(e[0] + e[1] + abs(r[1] - r[0]))
+
+
+def sup_ratio(kf, d: int, beta: float, hint_rho: float | None = None) -> tuple[float, float, float]:
+    """(sup_{rho in [-1, 1)} Lf/f, argmax rho (1.0: the edge limit), numerical error).
+
+    ``hint_rho`` (e.g. a derived argmax) is only one more place to look: the value there is the
+    layer's own ratio, so it can only raise the sup to a value the dynamics attains."""
+    if kf.k0 == 0.0:
+        return 0.0, 1.0, 0.0
+    grid = GRID_U if hint_rho is None or hint_rho >= 1.0 else np.append(GRID_U, min(2.0, 1.0 - hint_rho))
+    vals, errs = generator_ratio(kf, d, beta, grid)
+    edge, edge_err = edge_ratio(kf, d, beta)
+    i = int(np.argmax(vals))
+    if edge >= vals[i] - (edge_err + errs[i]) and (i == 0 or grid[i] < 1e-6):
+        return edge, 1.0, edge_err
+    order = np.argsort(grid)
+    grid, vals, errs = grid[order], vals[order], errs[order]
+    i = int(np.argmax(vals))
+    lo = grid[i - 1] if i > 0 else 0.5 * grid[0]
+    hi = grid[i + 1] if i + 1 < grid.size else grid[i]
+    best_u, best, best_err = grid[i], float(vals[i]), float(errs[i])
+    while hi - lo > 1e-10 + 1e-8 * lo:
+        us = np.linspace(lo, hi, 17)
+        v, e = generator_ratio(kf, d, beta, us)
+        j = int(np.argmax(v))
+        if v[j] > best:
+            best_u, best, best_err = float(us[j]), float(v[j]), float(e[j])
+        step = (hi - lo) / 16
+        lo, hi = max(lo, us[j] - step), min(hi, us[j] + step)
+    if edge > best:
+        return edge, 1.0, edge_err
+    return best, float(1.0 - best_u), best_err
+
+
+# ---------------------------------------------------------------- Monte Carlo of one exact layer
+@njit(cache=True)
+def _energy(X, beta):
+    """sum_{i<j} f~(|x_i - x_j|^2 / 2) (proportional to E_beta)."""
+    n, d = X.shape
+    tot = 0.0
+    for i in range(n):
+        for j in range(i):
+            s = 0.0
+            for c in range(d):
+                t = X[i, c] - X[j, c]
+                s += t * t
+            u = 0.5 * s
+            x = beta * u
+            tot += u if x == 0.0 else -math.expm1(-x) / beta
+    return tot
+
+
+@njit(cache=True, parallel=True)
+def _initial_rate_kernel(X0, table, k0, beta, deltas, seeds, att, rtol):
+    """Per path and step: A_k = (E(X'_+) + E(X'_-) - 2 E(X)) / (2 delta_k E(X)) (see module doc)."""
+    n, d = X0.shape
+    P = seeds.shape[0]
+    nk = deltas.shape[0]
+    out = np.empty((P, nk))
+    status = np.zeros(P, np.int64)
+    e0 = _energy(X0, beta)
+    chunk = 512
+    n_chunks = (P + chunk - 1) // chunk
+    for b in prange(n_chunks):           # buffers once per chunk; paths depend on their seed only
+        G = np.empty((n, n))
+        Sw = np.empty((n, n))
+        L = np.empty((n, n))
+        Zd = np.empty((n, d))
+        W = np.empty((n, d))
+        Y = np.empty((n, d))
+        Z = np.empty((n, d))
+        Xn = np.empty((n, d))
+        aw = attention_work(n, d, att)
+        for p in range(b * chunk, min(P, (b + 1) * chunk)):
+            for k in range(nk):
+                code = STATUS_OK
+                if att.on or k == 0:                  # without attention Y = X: one draw serves every step
+                    code = half_step(X0, Y, deltas[k], att, aw)
+                    if code == STATUS_OK:
+                        st = rng_state(seeds[p])      # the same normals for every step: shared noise
+                        code = sample_field(st, table, k0, Y, G, Sw, L, Zd, W, rtol)
+                sq = math.sqrt(deltas[k])
+                acc = -2.0 * e0
+                for sgn in (1.0, -1.0):               # antithetic pair +-G
+                    if code != STATUS_OK:
+                        break
+                    for i in range(n):
+                        for c in range(d):
+                            Z[i, c] = Y[i, c] + sgn * sq * W[i, c]
+                    code = project_rows(Z, Xn)
+                    acc += _energy(Xn, beta)
+                if code != STATUS_OK:
+                    status[p] = code
+                    out[p, k] = np.nan
+                else:
+                    out[p, k] = acc / (2.0 * deltas[k] * e0)
+    return out, status
+
+
+RICHARDSON = np.array([1.0, -6.0, 8.0]) / 3.0       # weights of A_0, A_1, A_2 (delta, delta/2, delta/4)
+
+
+def initial_rate_paths(X0, kf, beta: float, n_paths: int, seed: int, *, stream: int = 0, delta: float = DELTA,
+                       attention=None) -> tuple[np.ndarray, np.ndarray]:
+    """(per-path Richardson estimates of d/dt log E[E_beta] at t = 0 from X0, per-path A_0, A_1, A_2).
+
+    ``kf``: the kernel (its ``table`` and ``k0``); ``attention``: an ``attention.Attention``
+    (None: attention off).  Deterministic per path seed (``numeric.rng.path_seeds``)."""
+    from .attention import Attention
+    from .fields import STATUS_OK as OK
+    from .rng import path_seeds
+    from ..errors import SimulationError
+    X0 = np.ascontiguousarray(X0, dtype=float)
+    if attention is None:
+        e = np.zeros((1, X0.shape[1], X0.shape[1]))
+        attention = Attention(False, float(beta), e, e, e)
+    deltas = np.array([delta, delta / 2, delta / 4])
+    A, status = _initial_rate_kernel(X0, np.ascontiguousarray(kf.table), float(kf.k0), float(beta), deltas,
+                                     path_seeds(seed, n_paths, stream), attention, 1e-13)
+    if np.any(status != OK):
+        raise SimulationError(f"exact-layer rate: sampler status {int(status[status != OK][0])}")
+    return A @ RICHARDSON, A
+
+
+def two_tokens(d: int, u: float) -> np.ndarray:
+    """Two unit vectors with 1 - <x, y> = u, formed symmetrically (|x - y| = sqrt(2u) exactly)."""
+    s = math.sqrt(u / 2.0)
+    c = math.sqrt(max(1.0 - u / 2.0, 0.0))
+    X = np.zeros((2, d))
+    X[0, 0] = X[1, 0] = c
+    X[0, 1], X[1, 1] = s, -s
+    return X
+
+
+__all__ = ["f_tilde", "generator_ratio", "edge_ratio", "sup_ratio", "initial_rate_paths", "two_tokens",
+           "RICHARDSON", "GRID_U", "EDGE_U", "DELTA"]
