@@ -58,3 +58,16 @@ def test_dir_lists_the_public_api_and_unknown_names_raise():
         assert "regmie" in str(exc)
     else:
         raise AssertionError("unknown attribute did not raise")
+
+
+def test_every_exception_of_errors_is_public():
+    """Each exception class of sssn_verify.errors is re-exported (ExpressionError, OutputError and
+    ResourceError were not), so `except sv.OutputError` works without importing the submodule."""
+    import inspect
+
+    from sssn_verify import errors
+    classes = {n for n, o in vars(errors).items() if inspect.isclass(o) and issubclass(o, Exception)
+               and o.__module__ == errors.__name__}
+    assert {"ExpressionError", "OutputError", "ResourceError", "SSSNError"} <= classes
+    for name in classes:
+        assert name in sssn_verify.__all__ and getattr(sssn_verify, name) is getattr(errors, name), name
