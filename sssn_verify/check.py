@@ -3,19 +3,39 @@
 ``check_candidate(claim, candidate, ...)`` works for every claim that declares a
 :class:`~sssn_verify.claims.base.CandidateCheck` (its variables, the parameter axes, the
 derived formula, independent evidence and an error scale: see the claim modules).  It
-parses the candidate with the one safe expression language (:mod:`sssn_verify.expr`),
-evaluates it and the derived formula at the parameters (the user's, or, when some are
-not given, the point of a grid where the two differ most relative to the evidence's
-error), computes the claim's evidence there and answers ``consistent`` or ``rejected``:
-a deterministic comparison within the evidence's stated tolerance, or a z-test at the
-given level with the evidence's bias allowance.
+parses the candidate with the one safe expression language (:mod:`sssn_verify.expr`) and
+answers ``consistent`` or ``rejected``.
+
+When the user fixes every parameter, the claim's evidence at that point decides: a
+deterministic comparison within the evidence's stated tolerance, or a z-test at `level`
+with the evidence's bias allowance.
+
+Otherwise the parameters are *searched* with hypothesis (issue 13) over the claim's domain
+(the ranges its ``domain`` strategy declares, or the candidate check's own ``domain``; the
+user's values pin their axes):
+
+1. *steer* (cheap, no evidence): ``explore`` examples (default :data:`DEFAULT_EXAMPLES`),
+   ``target()`` on the discrepancy ``|candidate - derived| / error_scale``;
+2. *screen*: the evidence where that discrepancy is largest, at level ``1 - a``; a rejection
+   is *shrunk* by hypothesis with the evidence's rejection inside the predicate (for Monte
+   Carlo evidence only where the discrepancy stays above half its maximum), at most
+   :data:`MAX_SCREENS` evidence runs in all (:data:`MAX_SCREENS_DETERMINISTIC` when the
+   evidence is deterministic);
+3. *confirm*: the shrunk point (else the first rejected one) again with a fresh seed, level
+   ``1 - a``; only a confirmed rejection rejects.
+
+With ``a = sqrt((1 - level) / MAX_SCREENS)`` the probability that a right formula is
+rejected is at most ``MAX_SCREENS a^2 = 1 - level`` (union bound over the screened points;
+screen and confirmation use independent seeds derived from the point, so the result depends
+only on `seed`).  A deterministic evidence (quadrature, a numerical supremum) needs no
+confirmation.  The points, seeds and levels are in the outcome's ``search``; the shrunk
+failing parameters in ``counterexample``.
 
 Older names are aliases declared by the claims (``lambda1`` for ``lyapunov``,
 ``lambda_bar`` for ``dissipation``).
 """
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -29,13 +49,21 @@ from .stats import _jsonable, agreement_test, deterministic_check
 SHORT_NAMES = {"sw": "sigma_w", "sb": "sigma_b", "sa": "sigma_a", "r": "rho"}
 SIGMAS = ("sigma_w", "sigma_b", "sigma_a")
 
-# the grid a point is chosen from, per axis (the sigmas as triples)
-GRID = {
-    "d": (2, 3, 4, 6, 9),
-    "beta": (0.0, 1.0, 3.0),
-    "rho": (-0.95, -0.5, 0.0, 0.5, 0.9, 0.99),
-    "sigmas": ((1.0, 0.0, 1.0), (1.0, 1.0, 1.0), (1.0, 2.0, 1.0), (0.6, 1.0, 1.2), (1.3, 0.4, 0.8)),
-}
+#: cheap examples (candidate vs derivation) of the search, by default (``check --explore N``)
+DEFAULT_EXAMPLES = 60
+#: at most this many evidence runs screen points per check (Monte Carlo evidence)
+MAX_SCREENS = 5
+#: ... when the evidence is deterministic (no false alarm to control: a longer shrink)
+MAX_SCREENS_DETERMINISTIC = 40
+#: at most this many cheap evaluations while shrinking (then shrinking stops)
+MAX_SHRINK_EVALS = 150
+#: a discrepancy |candidate - derived| / error_scale below this is rounding: the formulas agree
+AGREE = 1e-3
+#: a shrunk counterexample keeps at least this fraction of the largest discrepancy found
+SHRINK_FRACTION = 0.5
+#: the search range of an axis that neither the claim's domain nor its candidate check declares
+FALLBACK_RANGES = {"d": (2, 9), "sigma_w": (0.5, 1.5), "sigma_b": (0.0, 2.0), "sigma_a": (0.5, 1.5),
+                   "beta": (0.0, 3.0), "rho": (-0.99, 0.99)}
 
 
 def checkable() -> dict[str, str]:
@@ -105,7 +133,9 @@ class CheckOutcome:
     n: int
     seed: int | None
     method: str
-    chosen: str                       # "user" or "grid (max discrepancy)"
+    chosen: str                       # "user", "search (max discrepancy)" or "search (shrunk counterexample)"
+    counterexample: dict[str, Any] | None = None   # the shrunk parameters where the candidate fails
+    search: dict[str, Any] | None = None            # the hypothesis search (None: the user fixed every axis)
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -123,49 +153,234 @@ def values_at(point: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def grid(axes, activation: str, given: dict[str, Any]):
-    """Points over `axes`: the user's values where given, the grid elsewhere (sigmas outermost)."""
-    if all(given.get(s) is not None for s in SIGMAS):
-        sig = ((given["sigma_w"], given["sigma_b"], given["sigma_a"]),)
-    else:
-        sig = tuple(dict.fromkeys(tuple(given[s] if given.get(s) is not None else x for s, x in zip(SIGMAS, t))
-                                  for t in GRID["sigmas"]))
-    others = [a for a in axes if a not in SIGMAS]
-    values = [(given[a],) if given.get(a) is not None else GRID[a] for a in others]
-    for sw, sb, sa in sig:
-        for combo in itertools.product(*values):
-            yield dict(activation=activation, sigma_w=sw, sigma_b=sb, sigma_a=sa, **dict(zip(others, combo)))
+def search_ranges(claim, given: dict[str, Any]) -> dict[str, Any]:
+    """Per axis of the claim's candidate check: the user's value (pinned) or a (low, high) range
+    from the candidate check's ``domain``, else the claim's domain, else :data:`FALLBACK_RANGES`."""
+    cc = claim.candidate
+    spec = dict(FALLBACK_RANGES)
+    spec.update({k: v for k, v in getattr(claim.domain, "spec", {}).items() if k in FALLBACK_RANGES})
+    spec.update({k: v for k, v in (cc.domain or {}).items() if k in FALLBACK_RANGES})
+    return {a: given[a] if given.get(a) is not None else tuple(spec[a]) for a in cc.axes}
 
 
-def choose_parameters(claim: str, cand: Candidate, activation: str, given: dict[str, Any]):
-    """The grid point (completing the user's parameters) where candidate and derivation differ most
-    relative to the error scale; ties (e.g. a correct candidate) keep the first point."""
-    cc = _claim(claim).candidate
-    points = [pt for pt in grid(cc.axes, activation, given) if cc.admissible is None or cc.admissible(pt)]
-    if cc.domain is not None and len(points) > 1:
-        points = cc.domain(points) or points
-    if not points:
-        raise CandidateError(f"no admissible parameters for {claim} with activation {activation!r}")
-    best, best_score = None, -1.0
-    for point in points:
+def _strategy(ranges: dict[str, Any], activation: str):
+    from hypothesis import strategies as st
+    out: dict[str, Any] = {"activation": st.just(activation)}
+    for axis, r in ranges.items():
+        if not isinstance(r, tuple):
+            out[axis] = st.just(r)
+        elif axis == "d":
+            out[axis] = st.integers(int(r[0]), int(r[1]))
+        else:
+            lo, hi = map(float, r)
+            out[axis] = st.just(lo) if lo == hi else st.floats(lo, hi, allow_nan=False, allow_infinity=False,
+                                                                allow_subnormal=False)
+    return st.fixed_dictionaries(out)
+
+
+def discrepancy(cc, cand: Candidate, point: dict[str, Any]) -> float | None:
+    """|candidate - derived| / error_scale at `point` (inf where the candidate is not a finite real
+    number); None where the claim's quantity does not exist (not admissible, derived not finite)."""
+    from .errors import ParameterError
+    try:
+        if cc.admissible is not None and not cc.admissible(point):
+            return None
         v = values_at(point)
+    except ParameterError:                     # e.g. sigma_w = sigma_b = 0
+        return None
+    der = cc.derived(v | {"activation": point["activation"]})
+    if not math.isfinite(der):
+        return None
+    try:
+        c = cand.value(v)
+    except CandidateError:
+        return math.inf
+    return abs(c - der) / cc.error_scale(v, der)
+
+
+@dataclass
+class _PointTest:
+    point: dict[str, Any]
+    result: Any                  # stats.CheckResult
+    evidence: Any                # claims.base.Evidence
+    candidate_value: float
+    derived_value: float
+    seed: int
+    reason: str | None = None
+
+    @property
+    def rejected(self) -> bool:
+        return not self.result.passed
+
+    @property
+    def deterministic(self) -> bool:
+        return self.result.pvalue is None
+
+    def summary(self) -> dict[str, Any]:
+        return {"parameters": self.point, "seed": self.seed, "estimate": self.result.estimate,
+                "stderr": self.result.stderr, "candidate_value": self.candidate_value,
+                "pvalue": self.result.pvalue, "level": self.result.level, "rejected": self.rejected}
+
+
+def judge_point(claim, cand: Candidate, point: dict[str, Any], seed: int, level: float) -> _PointTest:
+    """The claim's evidence at `point` against the candidate: a deterministic comparison within
+    the evidence's tolerance, or a z-test at `level` with its bias allowance; a candidate that is
+    not a finite real number where the quantity exists is rejected."""
+    cc = claim.candidate
+    v = values_at(point)
+    try:
+        cand_value, undefined = cand.value(v), None
+    except CandidateError as exc:
+        cand_value, undefined = math.nan, str(exc)
+    derived = cc.derived(v | {"activation": point["activation"]})
+    ev = cc.evidence(point, seed, level)
+    if undefined is not None:
+        r = deterministic_check(claim.name, ev.estimate, math.nan, tol=0.0, error=ev.stderr, method=ev.method)
+        r.passed = False
+    elif ev.tolerance is not None:
+        r = deterministic_check(claim.name, ev.estimate, cand_value, tol=ev.tolerance, error=ev.stderr,
+                                method=ev.method)
+    else:
+        r = agreement_test(claim.name, ev.estimate, ev.stderr, cand_value, level=level, n=ev.n, seed=seed,
+                           abs_tol=ev.rel_tol * abs(ev.estimate), method=ev.method)
+    return _PointTest(dict(point), r, ev, cand_value, derived, seed, undefined)
+
+
+def _key(point: dict[str, Any]) -> tuple:
+    return tuple(sorted(point.items()))
+
+
+def search(claim, cand: Candidate, activation: str, given: dict[str, Any], *, seed: int = 0,
+           level: float = 0.999, n_examples: int = DEFAULT_EXAMPLES):
+    """Steer, screen, shrink and confirm (module docstring): (the deciding point test, the search
+    record, the shrunk counterexample or None)."""
+    from hypothesis import Phase, given as h_given, seed as h_seed, target
+
+    from .explore import _Counterexample, _example_seed, search_settings
+
+    cc = claim.candidate
+    ranges = search_ranges(claim, given)
+    strategy = _strategy(ranges, activation)
+    alpha = 1.0 - level
+    a = math.sqrt(alpha / MAX_SCREENS)
+    scores: dict[tuple, float | None] = {}
+    order: list[tuple] = []
+    points: dict[tuple, dict] = {}
+    state = {"failed": [], "screens": 0, "cap": MAX_SCREENS, "shrink_evals": 0, "notes": []}
+    screens: dict[tuple, _PointTest] = {}
+
+    def score(point) -> float | None:
+        key = _key(point)
+        if key not in scores:
+            if state["failed"]:
+                if state["shrink_evals"] >= MAX_SHRINK_EVALS:
+                    return None                  # shrinking budget spent: treated as passing
+                state["shrink_evals"] += 1
+            scores[key] = discrepancy(cc, cand, point)
+            order.append(key)
+            points[key] = {"activation": point["activation"], **{a: point[a] for a in cc.axes}}
+        return scores[key]
+
+    def steer_target(s):
+        if s is not None:
+            target(min(s, 1e12), label="discrepancy |candidate - derived| / error scale")
+
+    @search_settings(n_examples, (Phase.generate, Phase.target))
+    @h_seed(seed)
+    @h_given(strategy)
+    def steer(point):
+        steer_target(score(point))
+
+    steer()
+    admissible = [k for k in order if scores[k] is not None]
+    if not admissible:
+        raise CandidateError(f"no admissible parameters for {claim.name} with activation {activation!r} "
+                             f"in {ranges}")
+    best_key = admissible[0]
+    for k in admissible:
+        if scores[k] > scores[best_key]:
+            best_key = k
+    best = scores[best_key]
+
+    def screen(key) -> bool:
+        if key in screens:
+            return screens[key].rejected
+        if state["screens"] >= state["cap"]:
+            return False                         # evidence budget spent: treated as passing
+        state["screens"] += 1
+        t = judge_point(claim, cand, points[key], _example_seed(seed, claim.name, key, "screen"), 1.0 - a)
+        if t.deterministic:
+            state["cap"] = max(state["cap"], MAX_SCREENS_DETERMINISTIC)
+        screens[key] = t
+        return t.rejected
+
+    if best >= AGREE:
+        @search_settings(n_examples, (Phase.generate, Phase.target, Phase.shrink))
+        @h_seed(seed)
+        @h_given(strategy)
+        def hunt(point):
+            s = score(point)
+            steer_target(s)
+            if s is None:
+                return
+            key = _key(point)
+            if not state["failed"]:
+                floor = best * (1 - 1e-9)              # generation: the evidence where they differ most
+            elif state["cap"] > MAX_SCREENS:
+                floor = AGREE                          # deterministic evidence: any disagreement
+            else:
+                floor = SHRINK_FRACTION * best         # Monte Carlo: where a rejection stays likely
+            if s < floor:
+                return
+            if screen(key):
+                state["failed"].append(key)
+                raise _Counterexample()
+
         try:
-            c = cand.value(v)
-        except CandidateError:
-            c = math.nan
-        der = cc.derived(v | {"activation": point["activation"]})
-        score = math.inf if not math.isfinite(c) else abs(c - der) / cc.error_scale(v, der)
-        if best is None or score > best_score * (1 + 1e-9) + 1e-12:
-            best, best_score = point, score
-    return points[0] if best_score < 1e-3 else best   # agrees everywhere (rounding): the first point
+            hunt()
+        except _Counterexample:
+            pass
+    if not state["failed"] and screen(best_key if best >= AGREE else admissible[0]):
+        state["failed"].append(best_key if best >= AGREE else admissible[0])
+        state["notes"].append("rejected at the chosen point; not shrunk")
+    if state["failed"] and state["shrink_evals"] >= MAX_SHRINK_EVALS:
+        state["notes"].append(f"shrinking stopped after {MAX_SHRINK_EVALS} evaluations")
+    confirmations = []
+    decided = None
+    for key in dict.fromkeys([state["failed"][-1], state["failed"][0]] if state["failed"] else []):
+        t = screens[key]
+        if t.deterministic:
+            decided = t
+            break
+        c = judge_point(claim, cand, points[key], _example_seed(seed, claim.name, key, "confirm"), 1.0 - a)
+        confirmations.append(c.summary())
+        if c.rejected:
+            decided = c
+            break
+    if decided is None:
+        chosen = best_key if best >= AGREE else admissible[0]
+        if chosen not in screens:        # the budget went to other points: test the chosen one too
+            state["cap"] += 1
+            screen(chosen)
+        decided = screens[chosen]
+    record = {"examples": len(admissible), "evaluations": len(order), "seed": seed, "max_examples": n_examples,
+              "ranges": {k: list(v) if isinstance(v, tuple) else v for k, v in ranges.items()},
+              "max_discrepancy": best, "max_discrepancy_at": points[best_key],
+              "screen_level": 1.0 - a, "confirm_level": 1.0 - a, "max_screens": state["cap"],
+              "familywise": alpha, "screens": [t.summary() for t in screens.values()],
+              "confirmations": confirmations, "first_failure": points[state["failed"][0]] if state["failed"] else None,
+              "notes": state["notes"]}
+    counter = decided.point if decided.rejected else None
+    return decided, record, counter
 
 
 # ----------------------------------------------------------------------------- the check
 def check_candidate(claim: str, candidate: str, *, activation: str = "relu", d: int | None = None,
                     sigma_w: float | None = None, sigma_b: float | None = None,
                     sigma_a: float | None = None, beta: float | None = None, rho: float | None = None,
-                    seed: int = 0, level: float = 0.999) -> CheckOutcome:
-    """Test `candidate` for `claim` against the claim's own evidence (see the module docstring)."""
+                    seed: int = 0, level: float = 0.999, explore: int | None = None) -> CheckOutcome:
+    """Test `candidate` for `claim` against the claim's own evidence (see the module docstring);
+    `explore` is the number of examples of the search (default :data:`DEFAULT_EXAMPLES`)."""
     from .activations import get_activation
     the_claim = _claim(claim)
     cc = the_claim.candidate
@@ -177,6 +392,7 @@ def check_candidate(claim: str, candidate: str, *, activation: str = "relu", d: 
         act = cc.activation
     seed = check_int("seed", seed, 0)
     level = check_real("level", level, 0.5, maximum=1.0 - 1e-12)
+    n_examples = DEFAULT_EXAMPLES if explore is None else check_int("explore", explore, 1)
     given = {"d": None if d is None else check_int("d", d, 2),
              "sigma_w": None if sigma_w is None else check_real("sigma_w", sigma_w, 0.0),
              "sigma_b": None if sigma_b is None else check_real("sigma_b", sigma_b, 0.0),
@@ -185,42 +401,31 @@ def check_candidate(claim: str, candidate: str, *, activation: str = "relu", d: 
              "rho": None if rho is None else check_real("rho", rho, -1.0, maximum=1.0)}
     if given["sigma_w"] is not None and given["sigma_b"] is not None:
         ModelParams(sigma_w=given["sigma_w"], sigma_b=given["sigma_b"])   # not both 0
-    user_all = all(given[k] is not None for k in cc.axes)
-    point = choose_parameters(claim, cand, act, given)
-    if cc.admissible is not None and not cc.admissible(point):
-        raise CandidateError(f"{the_claim.name} is not finite for {act} at {point} (k1 = +inf for a jump)")
-    v = values_at(point)
-    try:
-        cand_value, undefined = cand.value(v), None
-    except CandidateError as exc:     # not a finite real number where the quantity exists: wrong
-        cand_value, undefined = math.nan, str(exc)
-    derived = cc.derived(v | {"activation": act})
-    ev = cc.evidence(point, seed, level)
-    info = dict(ev.details)
-    if undefined is not None:
-        r = deterministic_check(the_claim.name, ev.estimate, math.nan, tol=0.0, error=ev.stderr, method=ev.method)
-        r.passed, pvalue = False, None
-        info["reason"] = undefined
-    elif ev.tolerance is not None:
-        r = deterministic_check(the_claim.name, ev.estimate, cand_value, tol=ev.tolerance, error=ev.stderr,
-                                method=ev.method)
-        pvalue = None
+    if all(given[k] is not None for k in cc.axes):
+        point = {"activation": act, **{k: given[k] for k in cc.axes}}
+        if cc.admissible is not None and not cc.admissible(point):
+            raise CandidateError(f"{the_claim.name} is not finite for {act} at {point} (k1 = +inf for a jump)")
+        t, record, counter, chosen = judge_point(the_claim, cand, point, seed, level), None, None, "user"
     else:
-        r = agreement_test(the_claim.name, ev.estimate, ev.stderr, cand_value, level=level, n=ev.n, seed=seed,
-                           abs_tol=ev.rel_tol * abs(ev.estimate), method=ev.method)
-        pvalue = r.pvalue
+        t, record, counter = search(the_claim, cand, act, given, seed=seed, level=level, n_examples=n_examples)
+        chosen = "search (shrunk counterexample)" if counter is not None else "search (max discrepancy)"
+    r = t.result
+    info = dict(t.evidence.details)
+    if t.reason is not None:
+        info["reason"] = t.reason
     if claim != the_claim.name:
         info["asked_as"] = claim
+    v = values_at(t.point)
     return CheckOutcome(claim=the_claim.name, candidate=candidate,
-                        verdict="consistent" if r.passed else "rejected", estimate=ev.estimate,
-                        stderr=ev.stderr, candidate_value=cand_value, derived_value=derived,
-                        parameters={**point, **{k: v[k] for k in ("k0", "k1") if k in v}},
-                        level=level, pvalue=pvalue, tolerance=r.tolerance, n=ev.n,
-                        seed=seed if pvalue is not None else None, method=ev.method,
-                        chosen="user" if user_all else "grid (max discrepancy)",
+                        verdict="consistent" if r.passed else "rejected", estimate=t.evidence.estimate,
+                        stderr=t.evidence.stderr, candidate_value=t.candidate_value, derived_value=t.derived_value,
+                        parameters={**t.point, **{k: v[k] for k in ("k0", "k1") if k in v}},
+                        level=level, pvalue=r.pvalue, tolerance=r.tolerance, n=t.evidence.n,
+                        seed=t.seed if r.pvalue is not None else None, method=t.evidence.method,
+                        chosen=chosen, counterexample=counter, search=record,
                         details={"ci": list(r.ci) if r.ci else None, "candidate_sympy": sp.sstr(cand.expr),
-                                 **info})
+                                 "test_level": r.level, **info})
 
 
-__all__ = ["check_candidate", "parse_candidate", "choose_parameters", "checkable", "values_at", "grid",
-           "Candidate", "CheckOutcome", "GRID"]
+__all__ = ["check_candidate", "parse_candidate", "search", "search_ranges", "discrepancy", "judge_point",
+           "checkable", "values_at", "Candidate", "CheckOutcome", "DEFAULT_EXAMPLES", "MAX_SCREENS"]

@@ -298,6 +298,17 @@ class _Counterexample(Exception):
     """Raised inside the hypothesis test to mark a counterexample (hypothesis then shrinks)."""
 
 
+def search_settings(max_examples: int, phases, database=None):
+    """The hypothesis settings of every search of the package (``find``, ``verify --explore``,
+    ``check --candidate``): `max_examples` drawn, the given phases, no deadline, no health checks,
+    quiet; reproducible from ``@seed`` (``derandomize`` off: the seed decides), `database` (a
+    hypothesis example database) replayed first when given."""
+    from hypothesis import HealthCheck, Verbosity, settings
+    return settings(max_examples=max_examples, derandomize=False, database=database, deadline=None,
+                    phases=tuple(phases), verbosity=Verbosity.quiet, suppress_health_check=list(HealthCheck),
+                    report_multiple_bugs=False, print_blob=False)
+
+
 def find(statement: str, assume: str | None = None, *, activation: str | None = "relu",
          activations: Sequence[str] | None = None, max_examples: int = 100, seed: int = 0,
          max_shrinks: int = 300) -> FindResult:
@@ -308,7 +319,7 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
     `max_shrinks` further evaluations are spent shrinking it (deterministic, so the result
     depends only on `seed`).
     """
-    from hypothesis import HealthCheck, Phase, Verbosity, assume as h_assume, given, settings
+    from hypothesis import Phase, assume as h_assume, given
     from hypothesis import seed as h_seed, target
     from hypothesis.errors import Unsatisfiable
 
@@ -353,9 +364,7 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
         cache[key] = out
         return out
 
-    @settings(max_examples=max_examples, derandomize=False, database=None, deadline=None,
-              phases=(Phase.generate, Phase.target, Phase.shrink), verbosity=Verbosity.quiet,
-              suppress_health_check=list(HealthCheck), report_multiple_bugs=False, print_blob=False)
+    @search_settings(max_examples, (Phase.generate, Phase.target, Phase.shrink))
     @h_seed(seed)
     @given(_strategy(domain, acts))
     def search(point):
@@ -482,7 +491,7 @@ def explore_claim(name: str, n_examples: int, *, mode: str = "quick", seed: int 
     """
     import time
 
-    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
+    from hypothesis import Phase, given
     from hypothesis import seed as h_seed
     from hypothesis.database import DirectoryBasedExampleDatabase
 
@@ -529,9 +538,7 @@ def explore_claim(name: str, n_examples: int, *, mode: str = "quick", seed: int 
 
     db = DirectoryBasedExampleDatabase(database) if database else None
 
-    @settings(max_examples=n_examples, database=db, deadline=None, derandomize=False,
-              phases=(Phase.reuse, Phase.generate, Phase.shrink), verbosity=Verbosity.quiet,
-              suppress_health_check=list(HealthCheck), report_multiple_bugs=False, print_blob=False)
+    @search_settings(n_examples, (Phase.reuse, Phase.generate, Phase.shrink), database=db)
     @h_seed(seed)
     @given(claim.domain)
     def search(config):

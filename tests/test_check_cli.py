@@ -55,13 +55,40 @@ def test_ito_drift_derived_is_consistent_and_wrong_ones_rejected(capsys):
         assert abs(out["candidate_value"] - out["estimate"]) > 3 * out["stderr"]
 
 
-def test_parameters_are_chosen_where_candidates_differ(capsys):
-    # d-2 for d-1 vanishes nowhere but differs by k0/2: the largest k0 on the grid is chosen
+def test_parameters_are_searched_and_the_failure_shrunk(capsys):
+    # d-2 for d-1 differs by k0/2 everywhere: the search rejects it and shrinks to the simplest point
     out = run_json(capsys, "ito_drift", "--candidate", "-(d-2)*k0/2")
-    assert out["chosen"].startswith("grid")
-    assert out["parameters"]["k0"] == max(0.5 * (sw * sw + sb * sb) * sa * sa
-                                          for sw, sb, sa in [(1, 0, 1), (1, 1, 1), (1, 2, 1), (0.6, 1, 1.2),
-                                                             (1.3, 0.4, 0.8)])
+    assert out["verdict"] == "rejected" and out["chosen"] == "search (shrunk counterexample)"
+    c = out["counterexample"]
+    assert c == {k: v for k, v in out["parameters"].items() if k not in ("k0", "k1")}
+    assert c["d"] == 2 and c["sigma_b"] == 0.0                      # shrunk: smallest d, no bias
+    s = out["search"]
+    assert s["first_failure"] is not None and s["examples"] > 10 and s["familywise"] == pytest.approx(1e-3)
+    assert len(s["screens"]) <= 5 and s["confirmations"][-1]["rejected"]   # confirmed with a fresh seed
+    assert s["confirmations"][-1]["seed"] != s["screens"][0]["seed"]
+
+
+def test_pinned_axes_and_reproducible_from_seed(capsys):
+    a = run_json(capsys, "lambda_bar", "--candidate", "((d-1)*k1-(d-3)*k0)*1.02", "--d", "5", "--seed", "3",
+                 "--explore", "20")
+    b = run_json(capsys, "lambda_bar", "--candidate", "((d-1)*k1-(d-3)*k0)*1.02", "--d", "5", "--seed", "3",
+                 "--explore", "20")
+    assert a["verdict"] == "rejected" and a["counterexample"]["d"] == 5 and a["search"]["ranges"]["d"] == 5
+    assert a["search"]["max_examples"] == 20
+    assert (a["counterexample"], a["search"]["screens"]) == (b["counterexample"], b["search"]["screens"])
+
+
+def test_edge_formula_for_the_supremum_is_rejected_where_the_sup_is_interior(capsys):
+    from sssn_verify.numeric.kernels import kernel
+    from sssn_verify.numeric.rates import lambda_bar
+    out = run_json(capsys, "lambda_bar", "--candidate", "(d-1)*k1-(d-3)*k0")
+    c = out["counterexample"]
+    assert out["verdict"] == "rejected" and c["beta"] > 0
+    # independently: at the shrunk point the supremum is not at rho -> 1 and differs from the edge value
+    value, argmax = lambda_bar("relu", c["d"], c["sigma_w"], c["sigma_b"], c["sigma_a"], c["beta"])
+    kf = kernel("relu", c["sigma_w"], c["sigma_b"], c["sigma_a"])
+    assert argmax < 1.0 and abs(value - ((c["d"] - 1) * kf.k1 - (c["d"] - 3) * kf.k0)) > 1e-3
+    assert c["d"] <= out["search"]["first_failure"]["d"]
 
 
 def test_text_output_says_the_verdict(capsys):
@@ -77,6 +104,7 @@ def test_text_output_says_the_verdict(capsys):
     ["check", "kernel", "--candidate", "rho", "--sigma-w", "-1"],  # bad parameter
     ["check", "nonsense", "--candidate", "d"],                     # unknown claim
     ["check", "lambda1", "--candidate", "k0", "--activation", "heaviside"],   # k1 = inf
+    ["check", "kernel", "--candidate", "rho", "--explore", "0"],
 ])
 def test_bad_input_exits_two(argv, capsys):
     assert main(argv) == 2
@@ -107,19 +135,22 @@ LAMBDA1 = "((d-3)*k1-(d-1)*k0)/2"
     ("-((d-3)*k1-(d-1)*k0)/2", "rejected"),                  # sign
 ])
 def test_lambda1_candidates(capsys, candidate, verdict):
-    out = run_json(capsys, "lambda1", "--candidate", candidate)
+    # sigma_a scales k0, k1 and the error scale alike (the search goes to the same d, sigma_w, sigma_b)
+    # but the tangent flow's depth with k0 d: pinned small to keep the Monte Carlo cheap
+    out = run_json(capsys, "lambda1", "--candidate", candidate, "--sigma-a", "0.5")
     assert out["verdict"] == verdict, out
     assert out["stderr"] > 0 and out["n"] > 100
 
 
 def test_lambda1_k0_k1_swap_is_caught_where_they_differ(capsys):
     # without bias ReLU has k0 = k1, so the checker must move to a biased point
-    out = run_json(capsys, "lambda1", "--candidate", "((d-3)*k0-(d-1)*k1)/2")
-    assert out["parameters"]["k0"] != out["parameters"]["k1"]
+    out = run_json(capsys, "lambda1", "--candidate", "((d-3)*k0-(d-1)*k1)/2", "--sigma-a", "0.5")
+    assert out["verdict"] == "rejected" and out["parameters"]["k0"] != out["parameters"]["k1"]
+    assert out["counterexample"]["sigma_b"] > 0
 
 
 @pytest.mark.parametrize("candidate,verdict", [
-    ("(d-1)*k1-(d-3)*k0", "consistent"),
+    ("(d-1)*k1-(d-3)*k0", "consistent"),                      # the edge value is the sup at beta = 0 (ReLU)
     ("(sa^2/2)*(2*sw^2-(d-3)*sb^2)", "consistent"),
     ("(d-2)*k1-(d-3)*k0", "rejected"),
     ("((d-1)*k1-(d-3)*k0)/2", "rejected"),

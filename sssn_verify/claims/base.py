@@ -112,7 +112,8 @@ class CandidateCheck:
     * ``evidence(point, seed, level)``: independent numbers (:class:`Evidence`);
     * ``error_scale(point, derived)``: a rough size of the evidence's error (for choosing points);
     * ``admissible(point)``: False where the quantity does not exist (e.g. k1 = +inf);
-    * ``domain(points)``: the sub-grid where the closed form holds (default: all points);
+    * ``domain``: the search ranges of ``check`` per axis, ``{axis: (low, high)}`` (default: the
+      claim's ``domain`` where it declares the axis, else ``check.FALLBACK_RANGES``);
     * ``aliases``: older names of the claim for ``check`` (e.g. ``lambda1`` for ``lyapunov``);
     * ``activation``: the one activation the closed form is about (e.g. ``relu``), else None.
     """
@@ -123,7 +124,7 @@ class CandidateCheck:
     evidence: Callable[[dict, int, float], Evidence]
     error_scale: Callable[[dict, float], float]
     admissible: Callable[[dict], bool] | None = None
-    domain: Callable[[list], list] | None = None
+    domain: dict[str, tuple] | None = None
     aliases: tuple[str, ...] = ()
     activation: str | None = None
 

@@ -135,7 +135,8 @@ def check(formula: ReluRates, budget: dict, seed: int, level: float):
 CANDIDATE = CandidateCheck(
     variables=("d", "sigma_w", "sigma_b", "sigma_a"), axes=("d", "sigma_w", "sigma_b", "sigma_a"),
     derived=lambda v: derived_formula().lambda1(v["d"], v["sigma_w"], v["sigma_b"], v["sigma_a"]),
-    evidence=lyapunov_claim.candidate_evidence, error_scale=mc_error_scale, activation="relu")
+    evidence=lyapunov_claim.candidate_evidence, error_scale=mc_error_scale, activation="relu",
+    domain=lyapunov_claim.DOMAIN.spec)     # where lyapunov's evidence is calibrated (not relu_rates' wide domain)
 
 
 CLAIM = Claim(

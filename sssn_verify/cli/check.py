@@ -10,10 +10,13 @@ from .common import add_model_options, print_json
 def register(sub) -> None:
     p = sub.add_parser(
         "check", help="test your own formula for a claim (kernel, ito_drift, lyapunov, dissipation, relu_rates)",
-        description="Parse a candidate formula (the safe expression language), evaluate it at the given "
-                    "parameters -- or, when some are not given, where it differs most from the derived "
-                    "formula relative to the numerical error -- and compare with the claim's own numerical "
-                    "evidence, which does not use the derivation. Verdict: consistent or rejected. "
+        description="Parse a candidate formula (the safe expression language) and compare it with the claim's "
+                    "own numerical evidence, which does not use the derivation, at the given parameters; the "
+                    "parameters not given are searched with hypothesis over the claim's domain: --explore N "
+                    "examples steered to where the candidate differs most from the derived formula (relative "
+                    "to the evidence's error), the evidence there, a rejection shrunk to a minimal "
+                    "counterexample and confirmed with a fresh seed (false rejection of a right formula "
+                    "<= 1 - level overall). Verdict: consistent or rejected. "
                     "Variables: kernel (rho, sigma_w, sigma_b, sigma_a), ito_drift (the gamma of "
                     "c(x) = gamma x, in d, k0), lyapunov alias lambda1 (d, k0, k1 or the sigmas), "
                     "dissipation alias lambda_bar (its edge value; also beta), relu_rates (ReLU lambda_1 "
@@ -27,6 +30,8 @@ def register(sub) -> None:
     p.add_argument("--rho", type=float, default=None, help="overlap (kernel only)")
     p.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo evidence")
     p.add_argument("--level", type=float, default=0.999, help="confidence level of the test")
+    p.add_argument("--explore", type=int, metavar="N", default=None,
+                   help="examples of the parameter search (default 60; reproducible from --seed)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     # None = not given: the checker then chooses the parameters
     p.set_defaults(func=run, d=None, sigma_w=None, sigma_b=None, sigma_a=None, beta=None)
@@ -34,12 +39,13 @@ def register(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..check import check_candidate
-    from ..params import check_real
+    from ..params import check_int, check_real
 
     level = check_real("level", args.level, 0.5, maximum=1.0 - 1e-12)
+    explore = None if args.explore is None else check_int("explore", args.explore, 1)
     out = check_candidate(args.claim, args.candidate, activation=args.activation, d=args.d,
                           sigma_w=args.sigma_w, sigma_b=args.sigma_b, sigma_a=args.sigma_a,
-                          beta=args.beta, rho=args.rho, seed=args.seed, level=level)
+                          beta=args.beta, rho=args.rho, seed=args.seed, level=level, explore=explore)
     if args.json:
         print_json(out.to_dict())
     else:
@@ -53,8 +59,18 @@ def run(args: argparse.Namespace) -> int:
         ci = out.details.get("ci")
         print(f"evidence:   {out.estimate:.8g} +- {out.stderr:.2g}"
               + (f"  CI [{ci[0]:.6g}, {ci[1]:.6g}]" if ci else "") + f"  ({out.method})")
-        test = (f"p = {out.pvalue:.3g} at level {out.level}" if out.pvalue is not None
+        test = (f"p = {out.pvalue:.3g} at level {out.details['test_level']:.4g}" if out.pvalue is not None
                 else "deterministic")
         print(f"test:       tolerance {out.tolerance:.3g}, {test}, n = {out.n}")
+        if out.search is not None:
+            s = out.search
+            print(f"search:     {s['examples']} examples (seed {s['seed']}), largest discrepancy "
+                  f"{s['max_discrepancy']:.3g} error scales, {len(s['screens'])} evidence screens at level "
+                  f"{s['screen_level']:.4g}, {len(s['confirmations'])} confirmations; false rejection "
+                  f"<= {s['familywise']:.3g}")
+            if out.counterexample is not None and s["first_failure"] not in (None, out.counterexample):
+                first = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+                                  for k, v in s["first_failure"].items())
+                print(f"shrunk from {first}")
         print(f"verdict:    {out.verdict.upper()}")
     return 0 if out.verdict == "consistent" else 1
