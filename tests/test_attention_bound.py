@@ -71,3 +71,81 @@ def test_zero_case_is_a_derived_condition():
     from sssn_verify.symbolic import derive
     res = derive("attention_bound").result
     assert isinstance(res, sp.Piecewise) and res.args[0].cond == cond
+
+
+# ----------------------------------------------------------------------------- the claim
+from sssn_verify.claims import get_claim                                    # noqa: E402
+from sssn_verify.claims.attention_bound import AttentionFormula             # noqa: E402
+from sssn_verify.numeric.attention import half_step, operands, pair_rates, work   # noqa: E402
+from sssn_verify.numeric.rates import c_att, c_att_general                 # noqa: E402
+from sssn_verify.params import ModelParams                                  # noqa: E402
+
+
+def test_pair_rates_are_the_derivative_of_the_engine_attention_step():
+    """(rho(Pi(x + h A)) - rho(x))/h on two step sizes, Richardson-extrapolated: the exact rate (O(h^2))."""
+    rng = np.random.default_rng(5)
+    d, N, H = 4, 5, 2
+    Q, K, V = rng.standard_normal((3, H, d, d)) / 2
+    p = ModelParams(d=d, n_tokens=N, beta=2.0, Q=Q, K=K, V=V)
+    att = operands(p)
+    X = rng.standard_normal((N, d))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    m = N * (N - 1) // 2
+    gap, rate = np.empty(m), np.empty(m)
+    pair_rates(X, att, work(N, d, att), gap, rate)
+    iu = np.triu_indices(N, 1)
+
+    def gaps_after(h):
+        Y = np.empty_like(X)
+        half_step(X, Y, h, att, work(N, d, att))
+        return 1 - (Y @ Y.T)[iu]
+
+    h = 1e-4
+    fd = [(gaps_after(s) - (1 - (X @ X.T)[iu])) / s for s in (h, h / 2)]
+    assert np.allclose(2 * fd[1] - fd[0], rate, rtol=1e-6, atol=1e-8)
+    assert np.allclose(gap, 1 - (X @ X.T)[iu], atol=1e-14)
+
+
+def _scaled(f):
+    return AttentionFormula(lambda b, Q, K, V: f * c_att_general(b, Q, K, V), lambda b, Q, K, V: f * c_att(b, Q, K, V))
+
+
+def _zero_whenever_v_is_scalar(b, Q, K, V):
+    V = np.asarray(V)
+    V = V if V.ndim == 3 else V[None]
+    if all(Vh[0, 0] >= 0 and np.allclose(Vh, Vh[0, 0] * np.eye(Vh.shape[0])) for Vh in V):
+        return 0.0
+    return c_att(b, Q, K, V)
+
+
+MUTANTS = {
+    "C_att * 0.9": _scaled(0.9),
+    "C_att * 1.1 (not sharp)": _scaled(1.1),
+    "no beta term": AttentionFormula(lambda b, Q, K, V: c_att_general(0.0, Q, K, V),
+                                     lambda b, Q, K, V: c_att(0.0, Q, K, V)),
+    "zero case without Q^T K = I": AttentionFormula(c_att_general, _zero_whenever_v_is_scalar),
+}
+
+
+def test_attention_bound_claim_accepts_the_derived_constant_and_rejects_mutants():
+    claim = get_claim("attention_bound")
+    for seed in range(4):
+        res = claim.run("quick", seed)
+        assert res.passed, [(c.name, c.estimate) for c in res.checks]
+        assert res.checks[1].estimate > 1 - 1e-5           # sharp where the derivation says
+    for name, mutant in MUTANTS.items():
+        for seed in range(3):
+            assert not claim.run("quick", seed, formula=mutant).passed, (name, seed)
+
+
+def test_attention_bound_claim_on_drawn_configurations():
+    """The claim's domain (H, d, N, beta) as `verify --explore` feeds it: a few draws pass."""
+    from hypothesis import HealthCheck, given, settings
+    claim = get_claim("attention_bound")
+
+    @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(claim.domain)
+    def run(config):
+        assert claim.run("quick", 0, budget={"configs": [config]}).passed
+
+    run()

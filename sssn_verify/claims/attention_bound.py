@@ -1,0 +1,204 @@
+"""Claim `attention_bound`: the attention constant C_att (docs/mathematics.md, section 5).
+
+    |d(1 - rho_ij)/dt|_att <= C_att (1 - rho_ij)   for every pair, every configuration,
+
+with ``C_att = 2 ||V|| (1 + beta ||K^T Q||)`` (one head) or ``2 (S_V + beta S_VKQ)`` (H heads),
+derived by sympy from the softmax Jacobian (``symbolic/dissipation.attention_bound``), and
+``C_att = 0`` for energy-lowering attention (every head ``V_h = 0`` or ``V_h = v_h I``, ``v_h >= 0``,
+with ``Q_h^T K_h = I`` or ``beta = 0``), where ``dE_beta/dt|_att <= 0``.
+
+Evidence (independent of the derivation): the attention dynamics is deterministic, so the exact
+derivative ``d(1 - rho_ij)/dt = -(<P_{x_i} A_i, x_j> + <x_i, P_{x_j} A_j>)`` is computed by the
+engine's attention unit (``numeric/attention.pair_rates``, no time stepping) on seeded random
+configurations: per configuration of the domain (H heads, d, N tokens, beta) ``qkv`` random
+(Q, K, V) triples (entries N(0, 1/d)) and ``tokens`` token sets each (half uniform on the sphere,
+half with a pair 1e-3 apart).  Checks (deterministic; the tolerance is rounding only, 1e-9
+relative):
+
+1. bound: ``max ratio / C_att <= 1`` over all of them;
+2. sharpness, where the derivation says the bound is attained (beta = 0, ``V_h = -v_h I``, two
+   tokens with ``1 - rho = 5e-7``): ``ratio / C_att >= 1 - 1e-5`` (the derived ratio is
+   ``(1 + rho)/2`` of C_att);
+3. zero case: energy-lowering heads (``V_h = v_h I``, ``Q_h = K_h = R_h`` orthogonal) have
+   ``C_att = 0`` and ``dE_beta/dt <= 0``; and ``dE_beta/dt <= C_att E_beta`` for every random
+   configuration, including ``V_h = v_h I`` with ``Q_h^T K_h != I`` and beta > 0 (where C_att > 0).
+
+A bound 10 % too small fails check 2, one 10 % too large fails check 2 as well, one without the
+beta term fails check 1 (the ratio exceeds ``2 S_V`` for beta >= 3), and a zero case extended to
+``Q^T K != I`` fails check 3.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import sympy as sp
+
+from ..numeric import rng as _rng
+from ..numeric.attention import max_pair_ratios, operands, pair_rates, work
+from ..numeric.rates import c_att, c_att_general
+from ..params import ModelParams
+from ..stats import CheckResult
+from ..strategies import claim_configs
+from ._util import configs
+from .base import Claim
+
+# (H heads, d, N tokens, beta)
+CONFIGS = (
+    (1, 3, 6, 3.0),
+    (2, 3, 6, 10.0),
+    (1, 4, 5, 0.0),
+    (2, 4, 5, 1.0),
+    (1, 2, 4, 20.0),
+)
+DOMAIN = claim_configs(H=(1, 2), d=(2, 6), N=(2, 8), beta=(0.0, 20.0))
+ROUNDING = 1e-9           # relative: the checks are exact up to floating point
+SHARP_GAP = 5e-7          # 1 - rho of the sharp pair
+SHARP_TOL = 1e-5          # ratio / C_att >= 1 - SHARP_TOL there (derived: 1 - SHARP_GAP / 2)
+
+
+@dataclass(frozen=True)
+class AttentionFormula:
+    """The claim's formula: ``pair(beta, Q, K, V)`` the pairwise bound (the general C_att) and
+    ``energy(beta, Q, K, V)`` the energy-rate constant (0 in the derived zero case)."""
+
+    pair: Callable[[float, np.ndarray, np.ndarray, np.ndarray], float]
+    energy: Callable[[float, np.ndarray, np.ndarray, np.ndarray], float]
+
+
+def derived_formula() -> AttentionFormula:
+    return AttentionFormula(c_att_general, c_att)
+
+
+def _params(H, d, N, beta, Q, K, V):
+    pick = (lambda M: M if H > 1 else M[0])
+    return ModelParams(d=d, n_tokens=N, beta=beta, Q=pick(Q), K=pick(K), V=pick(V))
+
+
+def _sphere(z):
+    return z / np.linalg.norm(z, axis=-1, keepdims=True)
+
+
+def _token_sets(rng, n, N, d):
+    X = _sphere(rng.standard_normal((n, N, d)))
+    half = n // 2
+    e = rng.standard_normal((n - half, d))
+    e -= np.sum(e * X[half:, 0], axis=1, keepdims=True) * X[half:, 0]
+    X[half:, 1] = _sphere(X[half:, 0] + 1e-3 * _sphere(e))       # a pair 1e-3 apart
+    return np.ascontiguousarray(X)
+
+
+def _energy_and_rate(X, att, beta):
+    """(E_beta, dE_beta/dt|_att) of one configuration from the exact pair rates (E_0 at beta = 0)."""
+    N, d = X.shape
+    m = N * (N - 1) // 2
+    gap, rate = np.empty(m), np.empty(m)
+    pair_rates(X, att, work(N, d, att), gap, rate)
+    # sums over ordered pairs i != j are twice those over i < j
+    if beta == 0.0:
+        return 2 * np.sum(gap) / (2 * N**2), 2 * np.sum(rate) / (2 * N**2)
+    w = np.exp(beta * (1 - gap))
+    E = 2 * np.sum(-np.expm1(-beta * gap)) * np.exp(beta) / (2 * beta * N**2)
+    return E, 2 * np.sum(w * rate) / (2 * N**2)
+
+
+def check(formula, budget: dict, seed: int, level: float):
+    n_qkv, n_tok = int(budget["qkv"]), int(budget["tokens"])
+    worst, worst_at, n_bound = 0.0, None, 0
+    sharp, energy_ok, energy_worst, n_energy = [], True, -np.inf, 0
+    zero_cases = []
+    for ci, (H, d, N, beta) in enumerate(configs(budget, CONFIGS)):
+        H, d, N, beta = int(H), int(d), int(N), float(beta)
+        rng = _rng.generator(seed, 7919 * ci + 11)
+        for t in range(n_qkv):
+            Q, K, V = rng.standard_normal((3, H, d, d)) / np.sqrt(d)
+            if t % 3 == 2:          # value maps v_h I (v_h >= 0) with generic Q, K: not energy-lowering if beta > 0
+                V = rng.uniform(0.2, 1.5, H)[:, None, None] * np.eye(d)
+            C = float(formula.pair(beta, Q, K, V))
+            Ce = float(formula.energy(beta, Q, K, V))
+            att = operands(_params(H, d, N, beta, Q, K, V))
+            Xs = _token_sets(rng, n_tok, N, d) if N > 1 else None
+            if Xs is None:
+                continue
+            r = max_pair_ratios(Xs, att)
+            n_bound += r.size
+            k = int(np.argmax(r))
+            rel = r[k] / C if C > 0 else (np.inf if r[k] > 0 else 0.0)
+            if rel > worst:
+                worst, worst_at = rel, {"H": H, "d": d, "N": N, "beta": beta, "draw": t, "C_att": C,
+                                        "ratio": float(r[k])}
+            for X in Xs[: max(2, n_tok // 8)]:
+                E, dE = _energy_and_rate(X, att, beta)
+                n_energy += 1
+                excess = (dE - Ce * E) / max(abs(Ce * E), abs(dE), 1e-300)
+                energy_worst = max(energy_worst, excess)
+                energy_ok &= bool(dE <= Ce * E + ROUNDING * max(abs(Ce * E), abs(dE)))
+        # sharpness: beta = 0, V_h = -v_h I, two tokens SHARP_GAP apart
+        v = rng.uniform(0.2, 1.5, H)
+        Q, K = rng.standard_normal((2, H, d, d)) / np.sqrt(d)
+        V = -v[:, None, None] * np.eye(d)
+        C0 = float(formula.pair(0.0, Q, K, V))
+        x = _sphere(rng.standard_normal(d))
+        e = rng.standard_normal(d)
+        e = _sphere(e - (e @ x) * x)
+        ang = np.arccos(1 - SHARP_GAP)
+        X2 = np.stack([x, np.cos(ang) * x + np.sin(ang) * e])[None]
+        r0 = float(max_pair_ratios(np.ascontiguousarray(X2), operands(_params(H, d, 2, 0.0, Q, K, V)))[0])
+        sharp.append({"H": H, "d": d, "ratio_over_C": r0 / C0 if C0 > 0 else np.inf, "C_att": C0, "ratio": r0})
+        # zero case: V_h = v_h I, Q_h = K_h = R_h orthogonal (Q_h^T K_h = I), N tokens
+        R = np.stack([np.linalg.qr(rng.standard_normal((d, d)))[0] for _ in range(H)])
+        Vz = rng.uniform(0.2, 1.5, H)[:, None, None] * np.eye(d)
+        Cz = float(formula.energy(beta, R, R, Vz))
+        if N > 1:
+            attz = operands(_params(H, d, N, beta, R, R, Vz))
+            dEs = [_energy_and_rate(X, attz, beta) for X in _token_sets(rng, max(4, n_tok // 8), N, d)]
+            zero_cases.append({"H": H, "d": d, "N": N, "beta": beta, "C_att": Cz,
+                               "max_dE_over_E": float(max(dE / E for E, dE in dEs))})
+    bound = CheckResult(
+        name="|d(1-rho)/dt|_att <= C_att (1 - rho): max ratio / C_att over random Q, K, V and tokens",
+        passed=bool(worst <= 1 + ROUNDING), estimate=float(worst), stderr=0.0, ci=None, expected=1.0,
+        level=level, n=n_bound, seed=seed, tolerance=ROUNDING, alternative="less",
+        method="exact attention derivative (numeric/attention.pair_rates), max over configurations",
+        details={"worst": worst_at})
+    s_min = min(s["ratio_over_C"] for s in sharp)
+    s_max = max(s["ratio_over_C"] for s in sharp)
+    sharpness = CheckResult(
+        name="sharpness at beta = 0, V_h = -v_h I, two tokens 1 - rho = 5e-7: ratio / C_att -> 1",
+        passed=bool(s_min >= 1 - SHARP_TOL and s_max <= 1 + ROUNDING), estimate=float(s_min), stderr=0.0,
+        ci=None, expected=1.0, level=level, n=len(sharp), seed=seed, tolerance=SHARP_TOL,
+        method="exact attention derivative; derived ratio (1 + rho)/2 of C_att", details={"points": sharp})
+    zero_ok = all(z["C_att"] == 0.0 and z["max_dE_over_E"] <= ROUNDING for z in zero_cases)
+    energy = CheckResult(
+        name="dE_beta/dt|_att <= C_att E_beta (random Q, K, V; V_h = v_h I with generic Q, K) and C_att = 0 "
+             "with dE_beta/dt <= 0 for energy-lowering heads",
+        passed=bool(energy_ok and zero_ok), estimate=float(energy_worst), stderr=0.0, ci=None, expected=0.0,
+        level=level, n=n_energy + len(zero_cases), seed=seed, tolerance=ROUNDING, alternative="less",
+        method="exact energy derivative from the pair rates", details={"zero_cases": zero_cases})
+    return [bound, sharpness, energy]
+
+
+def _derived_text() -> str:
+    from ..symbolic.dissipation import attention_constant, attention_constant_heads
+    return (f"C_att = {sp.sstr(attention_constant()[2])} (one head), {sp.sstr(attention_constant_heads()[1])} "
+            "(H heads); 0 when every head has V_h = 0 or V_h = v_h I, v_h >= 0, with Q_h^T K_h = I or beta = 0")
+
+
+CLAIM = Claim(
+    name="attention_bound",
+    title="Attention constant C_att: |d(1-rho)/dt|_att <= C_att (1 - rho), sharp at beta = 0",
+    statement="For every pair of tokens, |d(1-rho_ij)/dt|_att <= C_att (1 - rho_ij) with C_att = 2 ||V|| "
+              "(1 + beta ||K^T Q||) (H heads: 2 (sum_h ||V_h|| + beta sum_h ||V_h|| ||K_h^T Q_h||)); the bound is "
+              "attained at beta = 0 (V = -v I, two tokens, rho -> 1); C_att = 0 and dE_beta/dt <= 0 for "
+              "energy-lowering attention.",
+    derivation="attention_bound",
+    formula=derived_formula,
+    checker=check,
+    statistic="max over configurations of |d(1-rho)/dt| / ((1-rho) C_att), exact derivative of the attention flow",
+    level=0.999,
+    tolerance="deterministic: rounding 1e-9 relative; sharpness ratio/C_att >= 1 - 1e-5",
+    budgets={"quick": {"n_configs": len(CONFIGS), "qkv": 6, "tokens": 64},
+             "full": {"n_configs": len(CONFIGS), "qkv": 30, "tokens": 256}},
+    derived_text=_derived_text,
+    domain=DOMAIN, anchors=CONFIGS,
+)
