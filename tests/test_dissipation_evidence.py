@@ -73,9 +73,9 @@ def test_richardson_removes_the_step_bias_and_threads_do_not_matter():
     old = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        R1, A1 = lr.initial_rate_paths(X, kf, 3.0, 60_000, seed=4)
+        R1, A1 = lr.initial_rate_paths(X, kf, 3.0, 60_000, seed=4, delta=1e-2)
         numba.set_num_threads(old)
-        R, A = lr.initial_rate_paths(X, kf, 3.0, 60_000, seed=4)
+        R, A = lr.initial_rate_paths(X, kf, 3.0, 60_000, seed=4, delta=1e-2)     # a coarse step
     finally:
         numba.set_num_threads(old)
     assert np.array_equal(R, R1) and np.array_equal(A, A1)
@@ -83,6 +83,9 @@ def test_richardson_removes_the_step_bias_and_threads_do_not_matter():
     assert abs(R.mean() - target) < 4 * se                          # bias-free
     z_single = (A[:, 0].mean() - target) / (A[:, 0].std(ddof=1) / math.sqrt(R.size))
     assert abs(z_single) > 10                                       # one step of delta = 0.01 is biased
+    Rd, Ad = lr.initial_rate_paths(X, kf, 3.0, 60_000, seed=5)       # the default step: small, same variance
+    assert abs(Rd.mean() - target) < 4 * Rd.std(ddof=1) / math.sqrt(Rd.size)
+    assert Rd.std() < 1.2 * R.std()
 
 
 def _mc_checks(result):
