@@ -47,7 +47,7 @@ from .outputs import check_folder, write_atomic
 from .errors import OutputError
 from .stats import CheckResult, _jsonable
 
-SCHEMA_VERSION = "1.0.0"
+SCHEMA_VERSION = "1.1.0"
 
 # distributions whose versions go into the provenance block (None when not installed)
 LIBRARIES = ("numpy", "scipy", "sympy", "mpmath", "numba", "matplotlib", "POT", "tqdm", "hypothesis",
@@ -216,11 +216,12 @@ def report_data(suite, figures: dict[str, list[dict[str, str]]] | None = None,
 
 
 def write_report(suite, directory: str | os.PathLike, *, figures: bool = True,
-                 command: Sequence[str] | None = None) -> dict[str, Any]:
+                 command: Sequence[str] | None = None, exploration=None) -> dict[str, Any]:
     """Write report.json, report.md, report.html and the figures (PNG and PDF) into `directory`.
 
     Returns the paths written (``figures``: the PNGs, ``figures_pdf``: the same as PDF).  `command` is the command line recorded in the provenance
-    block (default ``sys.argv``).
+    block (default ``sys.argv``).  `exploration` (``explore.SuiteExploration``, its figures already
+    in `directory`) adds its section to report.md and report.html and its data to report.json.
     """
     out = check_report_dir(directory)
     figs: dict[str, list[dict[str, str]]] = {}
@@ -229,11 +230,13 @@ def write_report(suite, directory: str | os.PathLike, *, figures: bool = True,
     if figures:
         figs, summary, images = _figures(suite, out)
     data = report_data(suite, figs, summary, command)
+    if exploration is not None:
+        data["exploration"] = exploration.to_dict()
     paths: dict[str, Any] = {"json": str(out / "report.json"), "md": str(out / "report.md"),
                              "html": str(out / "report.html")}
     write_atomic(out / "report.json", json.dumps(data, indent=2, allow_nan=False) + "\n")
-    write_atomic(out / "report.md", markdown(suite, figs, data=data))
-    write_atomic(out / "report.html", html_report(suite, figs, images, data=data))
+    write_atomic(out / "report.md", markdown(suite, figs, data=data, exploration=exploration))
+    write_atomic(out / "report.html", html_report(suite, figs, images, data=data, exploration=exploration))
     if figures:
         paths["figures"] = sorted(str(out / f["png"]) for v in figs.values() for f in v)
         paths["figures_pdf"] = sorted(str(out / f["pdf"]) for v in figs.values() for f in v)
@@ -249,7 +252,7 @@ def _derived_md(r) -> str:
     return f"**{DERIVED_LABEL[_kind(r)]}.** `{r.derived}`"
 
 
-def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = None) -> str:
+def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = None, exploration=None) -> str:
     figs = figs or {}
     data = data or report_data(suite, figs)
     prov = data["provenance"]
@@ -300,6 +303,9 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
                          f"{'PASS' if chk.passed else 'FAIL'} |")
         for f in figs.get(r.name, []):
             lines += ["", f"![{r.name}: {f['title']}]({f['png']}) ([PDF]({f['pdf']}))"]
+    if exploration is not None:
+        from .explore import report_markdown
+        lines.append(report_markdown(exploration))
     return "\n".join(lines) + "\n"
 
 
@@ -329,7 +335,7 @@ def _img(png: bytes | None, alt: str) -> str:
 
 
 def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, bytes] | None = None, *,
-                data: dict | None = None) -> str:
+                data: dict | None = None, exploration=None) -> str:
     """The report as one HTML file (inline CSS, figures embedded as base64 PNG)."""
     figs, images = figs or {}, images or {}
     data = data or report_data(suite, figs)
@@ -396,6 +402,9 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
         for f in figs.get(r.name, []):
             h += ["<figure>", _img(images.get(f["png"]), f"{r.name}: {f['title']}"),
                   f"<figcaption>{_e(f['title'])} (also as {_e(f['pdf'])})</figcaption></figure>"]
+    if exploration is not None:
+        from .explore import report_html
+        h.append(report_html(exploration))
     h.append("</body></html>")
     return "\n".join(h) + "\n"
 

@@ -59,10 +59,26 @@ def test_example_pvalue_bonferroni_and_deterministic_failure():
     assert example_pvalue(r) == 0.0
 
 
-def test_suite_writes_json_and_figure(tmp_path):
+def test_suite_writes_json_figure_and_report_section(tmp_path):
+    from test_report import SCHEMA, fake_suite
+
+    from sssn_verify.report import write_report
     res = explore_suite(["lyapunov", "kernel"], 1, seed=4, report_dir=str(tmp_path))
     d = res.to_dict()
     assert d["passed"] and d["familywise"] == pytest.approx(1e-4)
     assert [c["claim"] for c in d["claims"]] == ["lyapunov", "kernel"]
-    assert os.path.exists(tmp_path / "explore_lyapunov.png")
+    assert os.path.exists(tmp_path / "explore_lyapunov.png") and os.path.exists(tmp_path / "explore_lyapunov.pdf")
     json.dumps(d, allow_nan=False)
+    # the report: per claim the domain, the number of examples, the table and the figure
+    write_report(fake_suite(), tmp_path, exploration=res)
+    md = (tmp_path / "report.md").read_text()
+    html = (tmp_path / "report.html").read_text()
+    for claim in ("lyapunov", "kernel"):
+        assert f"### {claim}: PASS" in md and f"<h3>{claim}: " in html
+    assert md.count("Domain: `") == 2 and "1 examples (1 requested)" in md
+    assert "| stage | parameters | p-value |" in md and "model=gaussian" in md
+    assert "](explore_lyapunov.png)" in md and html.count('src="data:image/png;base64,') >= 2
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert data["exploration"]["claims"][0]["claim"] == "lyapunov"
+    import jsonschema
+    jsonschema.validate(data, SCHEMA)

@@ -66,8 +66,9 @@ def run(args: argparse.Namespace) -> int:
     with from_cli(args) as ex:
         suite = verify(args.mode, args.claim, args.seed, progress=not args.no_progress,
                        alpha=alpha, executor=ex)
-        paths = write_report(suite, args.report, command=getattr(args, "argv", None)) if args.report else None
         exploration = _explore(args, alpha, ex)
+        paths = (write_report(suite, args.report, command=getattr(args, "argv", None), exploration=exploration)
+                 if args.report else None)
     if args.json:
         out = suite.to_dict()
         if paths:
