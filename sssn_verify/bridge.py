@@ -8,7 +8,8 @@ printed by sympy's code printers for one numeric library (``flavor``):
 * ``"numpy"``  arrays, :mod:`numpy` (``"scipy"``: numpy plus :mod:`scipy.special`);
 * ``"mpmath"`` arbitrary precision (the kernel tables are built at 40 digits).
 
-``param`` selects one member of a family (the activation of ``kernel.*``).  A family
+``param`` selects one member of a family (the activation of ``kernel.*``; "kind:d:N" of
+``spde.drift_parts``).  A family
 member without a closed form gives ``None`` (e.g. ``kernel.K`` for tanh), and that answer
 is cached too.
 
@@ -108,6 +109,19 @@ def _kernel(part: str, activation: str):
     return (S.sigma_w, S.sigma_b, S.sigma_a), (k0 if part == "k0" else k1)
 
 
+def _spde_drift(param: str):
+    """(transport, projection drift, second-order term) of Itô's formula for <mu_t, f>, f the test
+    functional "kind" (symbolic.spde.KINDS), N tokens in R^d; param "kind:d:N".  Arguments: the
+    coordinates x{i}_{c}, the attention outputs A{i}_{c}, the test vector a_{c}, K{i}{j} (i < j), k0, beta."""
+    S, spde = _S(), _sym("spde")
+    kind, dim, n = param.split(":")
+    dim, n = int(dim), int(n)
+    x, A, a, K = spde.system_symbols(n, dim)
+    t, r, s2, _ = spde.ito_drift_parts(kind, n, dim)
+    args = tuple(z for xi in x for z in xi) + tuple(z for Ai in A for z in Ai) + tuple(a) + tuple(K.values())
+    return args + (S.k0, S.beta), (t, r, s2)
+
+
 def _spectrum():
     S, sp_mod = _S(), _sym("spectrum")
     return (sp_mod.i_idx, S.d, S.k0, S.k1), sp_mod.spectrum()
@@ -148,13 +162,14 @@ EXPRESSIONS: dict[str, Callable] = {
     "spectrum.variance_rate": _shared("spectrum", "variance_rate_tangent", "k0", "k1"),
     **{f"spectrum.passage_{part}": (lambda part=part: _passage(part))
        for part in ("mean", "variance", "p_reach_away", "cdf", "mu", "scale")},
+    "spde.drift_parts": _spde_drift,
     "kernel.K": lambda activation: _kernel("K", activation),
     "kernel.k0": lambda activation: _kernel("k0", activation),
     "kernel.k1": lambda activation: _kernel("k1", activation),
 }
 
 #: families: the expressions that take a parameter (the activation's canonical name)
-FAMILIES = frozenset({"kernel.K", "kernel.k0", "kernel.k1"})
+FAMILIES = frozenset({"kernel.K", "kernel.k0", "kernel.k1", "spde.drift_parts"})
 
 
 # ----------------------------------------------------------------------------- cache folder

@@ -180,15 +180,32 @@ def _energy(X, beta):
     return tot
 
 
+@njit(cache=True)
+def _functional(X, kind, beta, avec):
+    """kind 0: ``_energy``; 1: (1/N) sum_i <a, x_i>; 2: (1/N) sum_i <a, x_i>^2 (the SPDE's test functions)."""
+    if kind == 0:
+        return _energy(X, beta)
+    n, d = X.shape
+    tot = 0.0
+    for i in range(n):
+        s = 0.0
+        for c in range(d):
+            s += avec[c] * X[i, c]
+        tot += s if kind == 1 else s * s
+    return tot / n
+
+
 @njit(cache=True, parallel=True)
-def _initial_rate_kernel(X0, table, k0, beta, deltas, seeds, att, rtol):
-    """Per path and step: A_k = (E(X'_+) + E(X'_-) - 2 E(X)) / (2 delta_k E(X)) (see module doc)."""
+def _initial_rate_kernel(X0, table, k0, beta, deltas, seeds, att, rtol, kind, avec):
+    """Per path and step: A_k = (F(X'_+) + F(X'_-) - 2 F(X)) / (2 delta_k norm) (see module doc), F the
+    functional ``kind`` (``_functional``); norm = F(X) for the energy (a log-rate), 1 otherwise."""
     n, d = X0.shape
     P = seeds.shape[0]
     nk = deltas.shape[0]
     out = np.empty((P, nk))
     status = np.zeros(P, np.int64)
-    e0 = _energy(X0, beta)
+    e0 = _functional(X0, kind, beta, avec)
+    norm = e0 if kind == 0 else 1.0
     chunk = 512
     n_chunks = (P + chunk - 1) // chunk
     for b in prange(n_chunks):           # buffers once per chunk; paths depend on their seed only
@@ -218,12 +235,12 @@ def _initial_rate_kernel(X0, table, k0, beta, deltas, seeds, att, rtol):
                         for c in range(d):
                             Z[i, c] = Y[i, c] + sgn * sq * W[i, c]
                     code = project_rows(Z, Xn)
-                    acc += _energy(Xn, beta)
+                    acc += _functional(Xn, kind, beta, avec)
                 if code != STATUS_OK:
                     status[p] = code
                     out[p, k] = np.nan
                 else:
-                    out[p, k] = acc / (2.0 * deltas[k] * e0)
+                    out[p, k] = acc / (2.0 * deltas[k] * norm)
     return out, status
 
 
@@ -249,9 +266,41 @@ def initial_rate_paths(X0, kf, beta: float, n_paths: int, seed: int, *, stream: 
         delta = default_delta(float(kf.k0), X0.shape[1], float(beta), v)
     deltas = np.array([delta, delta / 2, delta / 4])
     A, status = _initial_rate_kernel(X0, np.ascontiguousarray(kf.table), float(kf.k0), float(beta), deltas,
-                                     path_seeds(seed, n_paths, stream), attention, 1e-13)
+                                     path_seeds(seed, n_paths, stream), attention, 1e-13, 0, np.zeros(1))
     if np.any(status != OK):
         raise SimulationError(f"exact-layer rate: sampler status {int(status[status != OK][0])}")
+    return A @ RICHARDSON, A
+
+
+FUNCTIONALS = {"energy": 0, "linear": 1, "quadratic": 2}
+
+
+def initial_functional_rate_paths(X0, kf, functional: str, n_paths: int, seed: int, *, a=None, beta: float = 0.0,
+                                  stream: int = 0, delta: float | None = None, attention=None):
+    """Per-path Richardson estimates of d/dt E F(X_t) at t = 0 (not normalised), the same exact layers,
+    shared and antithetic noise as :func:`initial_rate_paths`, for F = "energy" (sum_{i<j} f~(u_ij)),
+    "linear" ((1/N) sum_i <a, x_i>) or "quadratic" ((1/N) sum_i <a, x_i>^2): the evidence of the
+    ``spde_weak_form`` claim.  Returns (estimates, per-path A_0, A_1, A_2)."""
+    from .attention import Attention
+    from .fields import STATUS_OK as OK
+    from .rng import path_seeds
+    from ..errors import SimulationError
+    X0 = np.ascontiguousarray(X0, dtype=float)
+    kind = FUNCTIONALS[functional]
+    avec = np.zeros(X0.shape[1]) if a is None else np.ascontiguousarray(a, dtype=float)
+    if attention is None:
+        e = np.zeros((1, X0.shape[1], X0.shape[1]))
+        attention = Attention(False, float(beta), e, e, e)
+    if delta is None:
+        v = 0.0 if not attention.on else float(np.abs(attention.Vt).sum(axis=0).max(initial=0.0))
+        delta = default_delta(float(kf.k0), X0.shape[1], float(beta), v)
+    deltas = np.array([delta, delta / 2, delta / 4])
+    A, status = _initial_rate_kernel(X0, np.ascontiguousarray(kf.table), float(kf.k0), float(beta), deltas,
+                                     path_seeds(seed, n_paths, stream), attention, 1e-13, kind, avec)
+    if np.any(status != OK):
+        raise SimulationError(f"exact-layer rate: sampler status {int(status[status != OK][0])}")
+    if kind == 0:                 # the kernel returns the energy's log-rate: undo the normalisation
+        A = A * _energy(X0, float(beta))
     return A @ RICHARDSON, A
 
 
@@ -266,4 +315,5 @@ def two_tokens(d: int, u: float) -> np.ndarray:
 
 
 __all__ = ["f_tilde", "generator_ratio", "edge_ratio", "sup_ratio", "initial_rate_paths", "two_tokens",
+           "initial_functional_rate_paths", "FUNCTIONALS",
            "RICHARDSON", "GRID_U", "EDGE_U", "default_delta"]

@@ -22,8 +22,13 @@ import sympy as sp
 from ..errors import DerivationError
 from . import register
 from .derivation import Derivation
-from .symbols import d as d_sym, k0
-from .two_point import two_point_coefficients
+from functools import lru_cache
+
+from .symbols import beta, d as d_sym, k0
+from .two_point import ito_moments, projector, two_point_coefficients
+
+#: the test functionals of the weak form checked numerically (claim ``spde_weak_form``)
+KINDS = ("linear", "quadratic", "energy")
 
 
 class TeX(sp.Symbol):
@@ -64,6 +69,89 @@ def _check_dims(gam, dims=(2, 3, 4, 5)):
                 raise DerivationError(f"Delta_S check failed in d={n} for {phi}: {ours} vs {lb}")
 
 
+# ---------------------------------------------------------------- Itô on <mu_t, f> for N tokens
+def system_symbols(n_tokens: int, dim: int):
+    """Coordinates x[i][c], attention outputs A[i][c] (any values: A[mu] is a given field), the test
+    vector a[c], and K[(i, j)] = K(<x_i, x_j>) for i < j (K(1) = k0 on the diagonal)."""
+    x = [[sp.Symbol(f"x{i}_{c}", real=True) for c in range(dim)] for i in range(n_tokens)]
+    A = [[sp.Symbol(f"A{i}_{c}", real=True) for c in range(dim)] for i in range(n_tokens)]
+    a = [sp.Symbol(f"a_{c}", real=True) for c in range(dim)]
+    K = {(i, j): sp.Symbol(f"K{i}{j}", real=True) for i in range(n_tokens) for j in range(i + 1, n_tokens)}
+    return x, A, a, K
+
+
+def test_functional(kind: str, x, a, b=beta):
+    """<mu, f> for f = <a, x> ("linear"), <a, x>^2 ("quadratic"); "energy": the pair functional
+    sum_{i<j} (1 - e^{-beta (1 - <x_i, x_j>)})/beta (= N^2 e^{-beta} E_beta(mu))."""
+    n = len(x)
+    dot = (lambda u, w: sum(p * q for p, q in zip(u, w)))
+    if kind == "linear":
+        return sum(dot(a, xi) for xi in x) / n
+    if kind == "quadratic":
+        return sum(dot(a, xi) ** 2 for xi in x) / n
+    if kind == "energy":
+        return sum((1 - sp.exp(-b * (1 - dot(x[i], x[j])))) / b for i in range(n) for j in range(i + 1, n))
+    raise DerivationError(f"unknown test functional {kind!r}; known: {', '.join(KINDS)}")
+
+
+@lru_cache(maxsize=None)
+def ito_drift_parts(kind: str, n_tokens: int, dim: int):
+    """Itô's formula for Phi(X) = <mu_t, f> along the N-token SDE (docs/mathematics.md, section 3),
+    in explicit coordinates of R^{N d}: drift vector ``P_{x_i} A_i + gamma x_i`` (gamma from the
+    two-point derivation, itself Itô on |X|^2), noise covariance ``K(<x_i, x_j>) P_{x_i} P_{x_j}``
+    between tokens i and j.  ``two_point.ito_moments`` gives drift and quadratic variation; the
+    drift is returned split as (transport grad Phi . P A, projection drift grad Phi . gamma x,
+    second-order term tr(Hess Phi Sigma)/2) and the squared diffusion (quadratic variation rate)."""
+    gam = two_point_coefficients()[0].subs(d_sym, dim)
+    x, A, a, K = system_symbols(n_tokens, dim)
+    coords = [z for xi in x for z in xi]
+    Phi = test_functional(kind, x, a)
+    X = [sp.Matrix(xi) for xi in x]
+    P = [projector(Xi) for Xi in X]
+    zero = sp.zeros(n_tokens * dim, 1)
+    transport = sp.Matrix.vstack(*[P[i] * sp.Matrix(A[i]) for i in range(n_tokens)])
+    radial = sp.Matrix.vstack(*[gam * X[i] for i in range(n_tokens)])
+    Kij = (lambda i, j: k0 if i == j else K[(min(i, j), max(i, j))])
+    cov = sp.Matrix(sp.BlockMatrix([[Kij(i, j) * P[i] * P[j].T for j in range(n_tokens)]
+                                    for i in range(n_tokens)]).as_explicit())
+    t_part, _ = ito_moments(Phi, coords, {}, transport, sp.zeros(n_tokens * dim))
+    r_part, _ = ito_moments(Phi, coords, {}, radial, sp.zeros(n_tokens * dim))
+    s_part, qv = ito_moments(Phi, coords, {}, zero, cov)
+    return t_part, r_part, s_part, qv
+
+
+def weak_form_prediction(kind: str, n_tokens: int, dim: int) -> sp.Expr:
+    """The weak form's drift for the same functional, from the one-point generator
+    ``L f = grad f . P_x A + (k0/2) Delta_S f`` (``noise_generator``, token by token) plus, for the pair
+    functional, the common-noise cross term ``sum_{i != j} K_ij tr(P_i d_i d_j Phi P_j)/2``."""
+    gam = two_point_coefficients()[0].subs(d_sym, dim)
+    x, A, a, K = system_symbols(n_tokens, dim)
+    Phi = test_functional(kind, x, a)
+    out = sp.S.Zero
+    for i in range(n_tokens):
+        grad = sp.Matrix([sp.diff(Phi, z) for z in x[i]])
+        Pi = projector(sp.Matrix(x[i]))
+        out += (grad.T * Pi * sp.Matrix(A[i]))[0] + noise_generator(Phi, x[i], gam)
+    for i in range(n_tokens):
+        for j in range(n_tokens):
+            if i != j:
+                Hij = sp.Matrix([[sp.diff(Phi, u, w) for w in x[j]] for u in x[i]])
+                Pi, Pj = projector(sp.Matrix(x[i])), projector(sp.Matrix(x[j]))
+                out += K[(min(i, j), max(i, j))] * (Pi * Hij * Pj.T).trace() / 2
+    return out
+
+
+@lru_cache(maxsize=None)
+def weak_form_residuals() -> dict:
+    """Itô drift minus weak-form drift for the test functionals (all 0): (kind, N, d) -> residual."""
+    out = {}
+    for kind, n, dim in (("linear", 2, 2), ("linear", 3, 3), ("quadratic", 2, 2), ("quadratic", 3, 3),
+                         ("energy", 2, 2)):
+        t, r, s2, _ = ito_drift_parts(kind, n, dim)
+        out[(kind, n, dim)] = sp.simplify(t + r + s2 - weak_form_prediction(kind, n, dim))
+    return out
+
+
 @register("spde")
 def spde() -> Derivation:
     """The weak form of the SPDE for the empirical measure, with the derived Delta_S."""
@@ -92,6 +180,19 @@ def spde() -> Derivation:
     weak = sp.Eq(dmu, (transport + half_k0 * lap) * dt + noise)
     dv.add("Average over the tokens: the weak form (the noise is common, so the martingale term survives as "
            "$N \\to \\infty$)", weak)
+    residuals = weak_form_residuals()
+    if any(r != 0 for r in residuals.values()):
+        raise DerivationError(f"weak form: Itô and the one-point generator disagree: {residuals}")
+    t_lin, r_lin, s_lin, _ = ito_drift_parts("linear", 1, 3)
+    dv.add("Itô's formula for $\\Phi(X) = \\langle \\mu_t, f\\rangle$ in the coordinates of $\\mathbb{R}^{N d}$ (drift "
+           "$P_{x_i} A_i + \\gamma x_i$, noise covariance $K(\\langle x_i, x_j\\rangle) P_{x_i} P_{x_j}$ between tokens "
+           "$i$ and $j$), e.g. $f = \\langle a, x\\rangle$, one token, $d = 3$: transport, projection drift and "
+           "second-order term", sp.Tuple(t_lin, r_lin, s_lin))
+    dv.add("The Itô drift minus the weak form's drift (one-point generator token by token; for the pair functional "
+           "$\\sum_{i<j} (1 - e^{-\\beta(1 - \\langle x_i, x_j\\rangle)})/\\beta$ plus the common-noise cross term "
+           "$\\frac12 \\sum_{i \\ne j} K_{ij} \\operatorname{tr}(P_{x_i} \\partial_{x_i} \\partial_{x_j} \\Phi P_{x_j})$, "
+           "which does not vanish: the noise is common) for $f = \\langle a, x\\rangle$, $\\langle a, x\\rangle^2$ "
+           "($N = 2, 3$) and the pair functional ($N = 2$): the residuals", sp.Tuple(*residuals.values()))
     dv.result = weak
     dv.extras.update(one_point_generator="grad phi . P_x A + (k0/2) Delta_S phi",
                      laplace_beltrami="tr(P_x Hess(phi) P_x) - (d-1) <x, grad phi>",
@@ -99,4 +200,5 @@ def spde() -> Derivation:
     return dv
 
 
-__all__ = ["spde", "noise_generator", "laplace_beltrami_by_extension"]
+__all__ = ["spde", "noise_generator", "laplace_beltrami_by_extension", "ito_drift_parts", "weak_form_prediction",
+           "weak_form_residuals", "test_functional", "system_symbols", "KINDS"]
