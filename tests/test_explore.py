@@ -82,3 +82,29 @@ def test_suite_writes_json_figure_and_report_section(tmp_path):
     assert data["exploration"]["claims"][0]["claim"] == "lyapunov"
     import jsonschema
     jsonschema.validate(data, SCHEMA)
+
+
+# claims that declared no domain before (issue 13 follow-up): small budgets, only the plumbing matters here
+# (the statistics at the quick budget are exercised by verify --explore)
+SMALL_BUDGETS = {
+    "lyapunov_spectrum": {"paths": 400},
+    "log_distance_variance": {"paths": 1000, "depth": 20, "blocks": 10},
+    "synchronization_time": {"paths": 300},
+    "convergence_depth": {"paths": 40, "n_fine": 128, "factors": (4, 8, 16), "n_boot": 200},
+    "commuting_limits": {"paths": 500, "depth": 8},
+    "propagation_of_chaos": {"paths": 4, "ns": (8, 16, 32), "n_ref": 64, "depth": 8, "n_boot": 200},
+}
+
+
+@pytest.mark.parametrize("name", SMALL_BUDGETS)
+def test_newly_explorable_claims_check_the_drawn_configuration(name):
+    claim = CLAIMS[name]
+    assert claim.domain is not None and claim.anchors
+    e = explore_claim(name, 1, seed=1, budget=SMALL_BUDGETS[name], screen_level=0.01 / 6, max_shrinks=0)
+    assert e.examples and all("verdict" in x for x in e.examples)
+    config = e.examples[0]["config"]
+    d = config[list(claim.domain.fields).index("d")]
+    r = run_example(name, "quick", 0, tuple(config), SMALL_BUDGETS[name])
+    text = json.dumps([c.to_dict() for c in r.checks], default=str)
+    assert f"d={d}" in text or f'"d": "{d}"' in text, text[:500]      # the drawn parameters were checked
+    assert 0.0 <= example_pvalue(r) <= 1.0

@@ -59,6 +59,15 @@ def configs(budget: dict, anchors: Sequence, n_key: str = "n_configs") -> Sequen
     return anchors[: int(budget.get(n_key, len(anchors)))]
 
 
+def explored_params(budget: dict, params: dict, domain) -> dict:
+    """A claim checked at one parameter set (``PARAMS``): that set, or the configuration drawn from
+    the claim's `domain` by ``sssn_verify.explore`` (``budget["configs"]``, one at a time) over it."""
+    if "configs" not in budget:
+        return dict(params)
+    (config,) = budget["configs"]
+    return {**params, **dict(zip(domain.fields, config))}
+
+
 def finite(x) -> bool:
     try:
         return math.isfinite(float(x))

@@ -22,10 +22,15 @@ import numpy as np
 from ..engine import sde_refinement_ladder
 from ..params import ModelParams
 from ..stats import linear_fit, path_bootstrap_loglog_slope, slope_test
+from ..strategies import claim_configs
+from ._util import explored_params
 from .base import Claim
 
 PARAMS = dict(d=3, n_tokens=4, horizon=1.0, beta=1.0, activation="relu", sigma_w=1.0, sigma_b=0.0,
               sigma_a=0.5)
+# where it is explored (the ladder's range must be asymptotic: noise and attention near PARAMS')
+DOMAIN = claim_configs(d=(2, 4), n_tokens=(2, 6), beta=(0.0, 2.0), activation=("relu", "tanh"),
+                       sigma_w=(0.5, 1.0), sigma_b=(0.0, 0.5), sigma_a=(0.25, 0.6))
 
 
 def derived_formula() -> Callable[[np.ndarray], np.ndarray]:
@@ -63,7 +68,7 @@ def ladder_check(name: str, x, samples, shape, *, level: float, seed: int, n_boo
 
 
 def check(shape, budget: dict, seed: int, level: float):
-    p = ModelParams(**PARAMS)
+    p = ModelParams(**explored_params(budget, PARAMS, DOMAIN))
     n_fine = int(budget["n_fine"])
     factors = tuple(int(f) for f in budget["factors"])
     lad = sde_refinement_ladder(p, depth=n_fine, factors=(1, *factors), kind="gaussian",
@@ -73,7 +78,8 @@ def check(shape, budget: dict, seed: int, level: float):
     return [ladder_check("depth ladder (m = inf): slope of E max|X^L - X_ref|^2 vs L", L, samples, shape,
                          level=level, seed=seed, n_boot=int(budget["n_boot"]), xlabel="depth $L$",
                          bound_label=r"$\log L / L$",
-                         extra={"n_fine": n_fine, "params": {k: str(v) for k, v in PARAMS.items()}})]
+                         extra={"n_fine": n_fine, "params": {k: str(v) for k, v in
+                                                              explored_params(budget, PARAMS, DOMAIN).items()}})]
 
 
 CLAIM = Claim(
@@ -91,4 +97,5 @@ CLAIM = Claim(
              "full": {"n_fine": 2048, "factors": (16, 32, 64, 128, 256), "paths": 1000, "n_boot": 2000}},
     derived_text=lambda: "E max_l |X^l - X_{l delta}|^2 = O(log L / L + 1/m)  (m = inf here)",
     derived_kind="stated",
+    domain=DOMAIN, anchors=(tuple(PARAMS[k] for k in DOMAIN.fields),),
 )

@@ -26,7 +26,8 @@ from ..numeric.kernels import kernel as numeric_kernel
 from ..params import ModelParams
 from ..stats import agreement_test
 from ..symbolic.spectrum import variance_rate_tangent
-from ._util import combine, estimates_figure
+from ..strategies import claim_configs
+from ._util import combine, configs, estimates_figure
 from .base import Claim
 
 # (model, activation, d, sigma_w, sigma_b, sigma_a); quick mode runs the first `n_configs`
@@ -37,6 +38,9 @@ CONFIGS = (
     ("transformer", "relu", 3, 1.0, 0.0, 1.0),
     ("sde", "gelu", 6, 1.0, 0.5, 1.0),
 )
+# where it is explored: noise per layer (k0 + k1) T / L at most the first anchor's
+DOMAIN = claim_configs(model=("gaussian", "sde"), activation=("relu", "tanh", "gelu"), d=(2, 6),
+                       sigma_w=(0.5, 1.0), sigma_b=(0.0, 1.0), sigma_a=(0.5, 1.0))
 
 
 @lru_cache(maxsize=None)
@@ -80,7 +84,7 @@ def _estimate(model, act, d, sw, sb, sa, T, L, P, B, width, seed):
 
 def check(formula, budget: dict, seed: int, level: float):
     parts, labels, est, se, exp = [], [], [], [], []
-    for i, (model, act, d, sw, sb, sa) in enumerate(CONFIGS[: int(budget["n_configs"])]):
+    for i, (model, act, d, sw, sb, sa) in enumerate(configs(budget, CONFIGS)):
         kf = numeric_kernel(act, sw, sb, sa)
         expected = formula(kf.k0, kf.k1)
         value, s, n, info = estimate(model, act, d, sw, sb, sa, budget, seed + 7919 * i)
@@ -112,4 +116,5 @@ CLAIM = Claim(
              "full": {"n_configs": len(CONFIGS), "paths": 100_000, "paths_transformer": 20_000, "depth": 100,
                       "width": 128, "horizon": 1.0, "blocks": 50, "rel_tol": 0.003}},
     derived_text=lambda: f"sigma^2 = {sp.sstr(variance_rate_tangent())}",
+    domain=DOMAIN, anchors=CONFIGS,
 )

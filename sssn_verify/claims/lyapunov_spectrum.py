@@ -35,7 +35,8 @@ from ..numeric.fields import normal, rng_state
 from ..numeric.kernels import kernel as numeric_kernel
 from ..stats import CheckResult, agreement_test
 from ..symbolic.spectrum import spectrum
-from ._util import combine, estimates_figure
+from ..strategies import claim_configs
+from ._util import combine, configs, estimates_figure
 from .base import Claim
 
 # (activation, d, sigma_w, sigma_b, sigma_a, horizon, coarse steps); quick mode runs the first
@@ -49,6 +50,9 @@ CONFIGS = (
     ("gelu", 3, 1.5, 0.5, 1.0, 1.0, 100),
 )
 SPECTRUM_STREAM = 11
+# where it is explored (the SDE checks; noise per step as in the anchors: sigma_a <= 0.8)
+DOMAIN = claim_configs(activation=("relu", "tanh", "gelu"), d=(2, 6), sigma_w=(0.5, 1.25), sigma_b=(0.0, 1.0),
+                       sigma_a=(0.5, 0.8), horizon=(1.0, 1.0), steps=(100, 100))
 
 # the engine's k-vector tangent flow (QR after every layer) of the Gaussian and the finite-width
 # transformer: (model, activation, d, sigma_w, sigma_b, sigma_a, depth L); Richardson over L, 2L
@@ -229,7 +233,7 @@ def chi2_test(name, est, cov, expected, *, level, n, seed) -> CheckResult:
 def check(formula, budget: dict, seed: int, level: float):
     parts, labels, est, se, exp = [], [], [], [], []
     P = int(budget["paths"])
-    for c, (act, d, sw, sb, sa, T, steps) in enumerate(CONFIGS[: int(budget["n_configs"])]):
+    for c, (act, d, sw, sb, sa, T, steps) in enumerate(configs(budget, CONFIGS)):
         n_coarse = int(steps * budget["step_factor"])
         k0, k1, mean, cov, fine, coarse = _estimate(act, d, sw, sb, sa, T, n_coarse, P, seed + 7919 * c)
         lam = np.asarray(formula(d, k0, k1), dtype=float).ravel()
@@ -250,7 +254,8 @@ def check(formula, budget: dict, seed: int, level: float):
         parts.append(chi2_test(f"{label}: all {d - 1} exponents jointly", mean, cov, lam, level=level, n=P,
                                seed=seed))
     Pe = int(budget["engine_paths"])
-    for c, (model, act, d, sw, sb, sa, L) in enumerate(ENGINE_CONFIGS[: int(budget["n_engine_configs"])]):
+    n_engine = 0 if "configs" in budget else int(budget["n_engine_configs"])     # explored: the SDE only
+    for c, (model, act, d, sw, sb, sa, L) in enumerate(ENGINE_CONFIGS[:n_engine]):
         k0, k1, mean, cov, fine, coarse = _engine_estimate(model, act, d, sw, sb, sa, L, Pe,
                                                            int(budget["width"]), seed + 104729 * (c + 1))
         lam = np.asarray(formula(d, k0, k1), dtype=float).ravel()
@@ -288,4 +293,5 @@ CLAIM = Claim(
                       "abs_tol": 0.001, "n_engine_configs": len(ENGINE_CONFIGS), "engine_paths": 40_000,
                       "engine_rel_tol": 0.01, "width": 128}},
     derived_text=lambda: f"lambda_i = {sp.sstr(spectrum())}",
+    domain=DOMAIN, anchors=CONFIGS,
 )

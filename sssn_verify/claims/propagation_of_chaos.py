@@ -22,10 +22,15 @@ import ot
 from ..engine import simulate_transformer
 from ..numeric.rng import generator, uniform_sphere
 from ..params import ModelParams
+from ..strategies import claim_configs
+from ._util import explored_params
 from .base import Claim
 from .convergence_depth import ladder_check
 
 PARAMS = dict(d=3, horizon=1.0, beta=1.0, activation="relu", sigma_w=1.0, sigma_b=0.0, sigma_a=0.7)
+# where it is explored (d < 4)
+DOMAIN = claim_configs(d=(2, 3), beta=(0.0, 1.0), activation=("relu", "tanh"), sigma_w=(0.5, 1.0),
+                       sigma_b=(0.0, 0.5), sigma_a=(0.3, 0.7))
 
 
 def derived_formula() -> Callable[[np.ndarray], np.ndarray]:
@@ -42,13 +47,14 @@ def w2_squared(x: np.ndarray, y: np.ndarray) -> float:
 def fixed_noise_distances(ns, n_ref: int, budget: dict, seed: int) -> np.ndarray:
     """(P, len(ns)): W_2^2(mu^N_T, mu^ref_T) per path, same MLP weights (same seed) in every run."""
     P, depth, width = int(budget["paths"]), int(budget["depth"]), int(budget["width"])
-    d = PARAMS["d"]
+    prm = explored_params(budget, PARAMS, DOMAIN)
+    d = prm["d"]
     X0 = uniform_sphere(generator(seed, stream=41), (P, n_ref), d)
-    ref = simulate_transformer(ModelParams(n_tokens=n_ref, **PARAMS), depth=depth, width=width, n_paths=P,
+    ref = simulate_transformer(ModelParams(n_tokens=n_ref, **prm), depth=depth, width=width, n_paths=P,
                                seed=seed, init=X0, mode="literal", progress=False).tokens
     out = np.empty((P, len(ns)))
     for j, n in enumerate(ns):
-        sub = simulate_transformer(ModelParams(n_tokens=int(n), **PARAMS), depth=depth, width=width,
+        sub = simulate_transformer(ModelParams(n_tokens=int(n), **prm), depth=depth, width=width,
                                    n_paths=P, seed=seed, init=X0[:, :n], mode="literal",
                                    progress=False).tokens
         for p in range(P):
@@ -63,7 +69,8 @@ def check(shape, budget: dict, seed: int, level: float):
                          ns.astype(float), samples, shape, level=level, seed=seed,
                          n_boot=int(budget["n_boot"]), xlabel="tokens $N$", bound_label="$N^{-1/2}$",
                          ylabel=r"$\mathbb{E}\,W_2^2(\mu^N_T, \mu^{\mathrm{ref}}_T)$",
-                         extra={"params": {k: str(v) for k, v in PARAMS.items()}, "width": budget["width"],
+                         extra={"params": {k: str(v) for k, v in explored_params(budget, PARAMS, DOMAIN).items()},
+                                "width": budget["width"],
                                 "depth": budget["depth"]})]
 
 
@@ -84,4 +91,5 @@ CLAIM = Claim(
                       "width": 64, "n_boot": 2000}},
     derived_text=lambda: "E W_2^2(mu^N_t, mu^ref_t) = O(N^{-1/2}) at fixed noise, d < 4",
     derived_kind="stated",
+    domain=DOMAIN, anchors=(tuple(PARAMS[k] for k in DOMAIN.fields),),
 )

@@ -34,7 +34,8 @@ from ..params import ModelParams
 from ..stats import CheckResult, agreement_test
 from ..symbolic.spectrum import i_idx, spectrum, variance_rate_tangent
 from ..sync_time import SyncTimeLaw, censored_ks, first_passage_times
-from ._util import combine, estimates_figure
+from ..strategies import claim_configs
+from ._util import combine, configs, estimates_figure
 from .base import Claim
 
 # (activation, d, sigma_w, sigma_b, sigma_a, eps0, log(eps0/eps), horizon T); quick: the first n
@@ -43,6 +44,9 @@ CONFIGS = (
     ("sin:3", 4, 1.0, 0.0, 1.0, 1e-6, 1.2, 1.0),       # lambda_1 = +1.5: p_reach = 0.486
     ("tanh", 6, 1.5, 1.0, 1.0, 1e-4, 2.5, 6.0),
 )
+# where it is explored: lambda_1 < 0 activations, noise per step as in the anchors, censored at T = 5
+DOMAIN = claim_configs(activation=("relu", "tanh"), d=(3, 9), sigma_w=(0.5, 1.5), sigma_b=(0.0, 1.0),
+                       sigma_a=(0.75, 1.0), eps0=(1e-4, 1e-4), a=(1.0, 3.0), horizon=(5.0, 5.0))
 
 
 @lru_cache(maxsize=None)
@@ -79,7 +83,7 @@ def _sd_stderr(x: np.ndarray) -> tuple[float, float]:
 
 def check(formula, budget: dict, seed: int, level: float):
     parts, labels, est, se, exp = [], [], [], [], []
-    for i, (act, d, sw, sb, sa, eps0, a, T) in enumerate(CONFIGS[: int(budget["n_configs"])]):
+    for i, (act, d, sw, sb, sa, eps0, a, T) in enumerate(configs(budget, CONFIGS)):
         kf = numeric_kernel(act, sw, sb, sa)
         lam, s2 = formula(d, kf.k0, kf.k1)
         law = SyncTimeLaw(float(lam), float(s2), eps0, eps0 * math.exp(-a))
@@ -135,4 +139,5 @@ CLAIM = Claim(
     derived_text=lambda: ("tau ~ InverseGaussian(mean = log(eps0/eps)/|lambda_1|, shape = log(eps0/eps)^2/sigma^2) "
                           f"for lambda_1 < 0; lambda_1 = {sp.sstr(spectrum().subs(i_idx, 1))}, "
                           f"sigma^2 = {sp.sstr(variance_rate_tangent())}"),
+    domain=DOMAIN, anchors=CONFIGS,
 )
