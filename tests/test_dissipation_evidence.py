@@ -73,9 +73,9 @@ def test_richardson_removes_the_step_bias_and_threads_do_not_matter():
     old = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        R1, A1 = lr.initial_rate_paths(X, kf, 3.0, 60_000, seed=4, delta=1e-2)
+        R1, A1, _ = lr.initial_rate_paths(X, kf, 3.0, 60_000, seed=4, delta=1e-2)
         numba.set_num_threads(old)
-        R, A = lr.initial_rate_paths(X, kf, 3.0, 60_000, seed=4, delta=1e-2)     # a coarse step
+        R, A, _ = lr.initial_rate_paths(X, kf, 3.0, 60_000, seed=4, delta=1e-2)     # a coarse step
     finally:
         numba.set_num_threads(old)
     assert np.array_equal(R, R1) and np.array_equal(A, A1)
@@ -83,7 +83,7 @@ def test_richardson_removes_the_step_bias_and_threads_do_not_matter():
     assert abs(R.mean() - target) < 4 * se                          # bias-free
     z_single = (A[:, 0].mean() - target) / (A[:, 0].std(ddof=1) / math.sqrt(R.size))
     assert abs(z_single) > 10                                       # one step of delta = 0.01 is biased
-    Rd, Ad = lr.initial_rate_paths(X, kf, 3.0, 60_000, seed=5)       # the default step: small, same variance
+    Rd, Ad, _ = lr.initial_rate_paths(X, kf, 3.0, 60_000, seed=5)       # the default step: small, same variance
     assert abs(Rd.mean() - target) < 4 * Rd.std(ddof=1) / math.sqrt(Rd.size)
     assert Rd.std() < 1.2 * R.std()
 
@@ -116,6 +116,17 @@ def test_dissipation_claim_rejects_edge_shifted_and_two_percent_wrong_rates():
             res = CLAIMS["dissipation"].run("quick", seed, formula=mutant, level=1 - 1e-4, budget=MC_ONLY)
             assert not res.passed, name
             assert not all(c.passed for c in _mc_checks(res)), name      # the dynamics alone reject it
+
+
+def test_two_percent_errors_at_an_edge_point_are_rejected_by_the_monte_carlo_alone():
+    from sssn_verify.claims.dissipation import CONFIGS
+    f = derived_formula()
+    budget = {"configs": [CONFIGS[1]], "paths": 400_000, "paths_bound": 2000}     # relu d = 6, sup at the edge
+    for factor in (1.02, 0.98):
+        mutant = replace(f, lambda_bar=lambda *a, k=factor: k * f.lambda_bar(*a))
+        res = CLAIMS["dissipation"].run("quick", 3, formula=mutant, level=1 - 1e-4, budget=budget)
+        sharp = [c for c in _mc_checks(res) if "maximizing" in c.name]
+        assert sharp and not sharp[0].passed and sharp[0].details["min_detectable_rel_error"] < 0.02
 
 
 def _relu_sup_candidate() -> str:

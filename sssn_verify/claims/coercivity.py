@@ -29,7 +29,7 @@ import sympy as sp
 
 from ..bridge import function
 from ..numeric.kernels import kernel as numeric_kernel
-from ..numeric.layer_rates import edge_ratio, initial_rate_paths, sup_ratio
+from ..numeric.layer_rates import edge_ratio, rate_estimate, sup_ratio
 from ..stats import agreement_test, deterministic_check
 from ..symbolic.dissipation import coercivity as coercivity_derivation
 from ..strategies import claim_configs
@@ -105,10 +105,9 @@ def check(formula: Characterization, budget: dict, seed: int, level: float):
         edge, _ = predicted(formula, act, d, sw, sb, 1.0, 0.0)
         kf = independent_kernel(act, sw, sb, 1.0)
         x0 = near_synchronized(8, d, 0.01, seed + 13 * i)
-        R, _ = initial_rate_paths(x0, kf, 0.0, int(budget["paths"]), seed, stream=300 + i)
-        m, se = float(R.mean()), float(R.std(ddof=1) / math.sqrt(R.size))
+        m, se, n = rate_estimate(x0, kf, 0.0, int(budget["paths"]), seed, stream=300 + i)
         parts.append(agreement_test(f"{act} d={d} sb={sb}: energy {'decays' if edge else 'grows'}",
-                                    m, se, 0.0, level=level, n=R.size, seed=seed,
+                                    m, se, 0.0, level=level, n=n, seed=seed,
                                     alternative="greater" if edge else "less",
                                     method="initial rate of E[E_0], exact layers, Richardson over the step"))
     for c in parts:

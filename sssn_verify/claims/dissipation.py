@@ -13,7 +13,8 @@ derivation: one exact layer of the Gaussian transformer (m = infinity, kernel K 
 * Monte Carlo, two-sided (the supremum is attained): two tokens started at the maximizing
   rho* of the layer (u0 = 1e-10 for the edge limit), the initial rate of E[f(rho_t)] from exact
   layers with antithetic noise and Richardson extrapolation over delta, delta/2, delta/4 on shared
-  noise (time-step bias O(delta^3), no allowance); z-tests of rate = lambda_bar, Bonferroni;
+  noise (time-step bias O(delta^3), no allowance) and cross-fitted control variates (mean-zero
+  functions of the path's normals); z-tests of rate = lambda_bar, Bonferroni;
 * Monte Carlo, one-sided (the bound): N tokens spread out (uniform) and nearly antipodal (two
   caps at +-e_1), attention V = v I, Q = K = I (energy-lowering, C_att = 0) where the
   configuration has v > 0; the same exact-layer initial rate of E[E_beta] must not exceed
@@ -37,7 +38,7 @@ from ..bridge import function
 from ..engine import simulate_gaussian, simulate_transformer
 from ..numeric.attention import Attention
 from ..numeric.kernels import kernel as numeric_kernel
-from ..numeric.layer_rates import edge_ratio, initial_rate_paths, sup_ratio, two_tokens
+from ..numeric.layer_rates import edge_ratio, rate_estimate, sup_ratio, two_tokens
 from ..numeric.rates import c_att, lambda_bar
 from ..numeric.rng import generator
 from ..params import ModelParams
@@ -135,10 +136,6 @@ def _attention(d: int, beta: float, v: float):
     return None if v == 0 else Attention(True, float(beta), eye.copy(), eye.copy(), v * eye)
 
 
-def _mean_se(R: np.ndarray) -> tuple[float, float]:
-    return float(R.mean()), float(R.std(ddof=1) / math.sqrt(R.size))
-
-
 def check(formula: DissipationFormula, budget: dict, seed: int, level: float):
     cfgs = configs(budget, CONFIGS)
     det, sharp, bound = [], [], []
@@ -159,19 +156,18 @@ def check(formula: DissipationFormula, budget: dict, seed: int, level: float):
                                        tol=2 * eerr + 1e-12 * (1 + abs(edge)), error=eerr,
                                        method="generator of one exact Gaussian layer at u = 1e-14"))
         u0 = EDGE_START if arg >= 1.0 else 1.0 - arg
-        R, _ = initial_rate_paths(two_tokens(d, u0), kf, beta, int(budget["paths"]), seed, stream=100 + i)
-        m, se = _mean_se(R)
+        m, se, n = rate_estimate(two_tokens(d, u0), kf, beta, int(budget["paths"]), seed, stream=100 + i)
         sharp.append(agreement_test(f"{tag}: initial rate of E f(rho_t) from rho0 = {1 - u0:.10g}", m, se, lam,
-                                    level=level, n=R.size, seed=seed,
-                                    method="exact layers, antithetic, Richardson over delta/1,2,4"))
+                                    level=level, n=n, seed=seed,
+                                    method="exact layers, antithetic, Richardson over delta/1,2,4, "
+                                           "cross-fitted control variates"))
         ca = float(formula.c_att(beta, np.eye(d), np.eye(d), V * np.eye(d)))
         att = _attention(d, beta, V)
         for name, X0 in starts(BOUND_TOKENS, d, seed + i).items():
-            Rb, _ = initial_rate_paths(X0, kf, beta, int(budget["paths_bound"]), seed,
-                                       stream=200 + 2 * i + (name != "spread-out"), attention=att)
-            mb, seb = _mean_se(Rb)
+            mb, seb, nb = rate_estimate(X0, kf, beta, int(budget["paths_bound"]), seed,
+                                        stream=200 + 2 * i + (name != "spread-out"), attention=att)
             bound.append(agreement_test(f"{tag} V={V:g} I: {name} start, rate of E E_beta <= lambda_bar + C_att",
-                                        mb, seb, lam + ca, level=level, n=Rb.size, seed=seed, alternative="greater",
+                                        mb, seb, lam + ca, level=level, n=nb, seed=seed, alternative="greater",
                                         method="exact layers, antithetic, Richardson over delta/1,2,4",
                                         details={"c_att": ca}))
     for parts, two in ((sharp, True), (bound, False)):

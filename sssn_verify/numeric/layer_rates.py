@@ -40,6 +40,10 @@ Monte Carlo: the initial rate of ``E[E_beta]`` under exact layers (``initial_rat
     O(delta^3) instead of an allowance (``default_delta``: 1e-3 over the expansion's scale
     (k0 (d+1) + |V|)(1 + beta), a relative bias far below 1e-6).  With
     attention on, ``y = Pi(x + delta_k A(x))`` (``attention.half_step``) precedes the noise.
+    For two tokens ``rate_estimate`` subtracts control variates (Z^2 - 1 and Z_0 Z_1 of the
+    path's own standard normals, mean 0 under any model) with coefficients fitted on the other
+    half of the paths: unbiased, and the variance drops ~2.5x (edge), ~16x (rho = 0) and to
+    ~1e-7 relative (rho = -1, where the statistic is a quadratic form in those normals).
 """
 from __future__ import annotations
 
@@ -198,11 +202,13 @@ def _functional(X, kind, beta, avec):
 @njit(cache=True, parallel=True)
 def _initial_rate_kernel(X0, table, k0, beta, deltas, seeds, att, rtol, kind, avec):
     """Per path and step: A_k = (F(X'_+) + F(X'_-) - 2 F(X)) / (2 delta_k norm) (see module doc), F the
-    functional ``kind`` (``_functional``); norm = F(X) for the energy (a log-rate), 1 otherwise."""
+    functional ``kind`` (``_functional``); norm = F(X) for the energy (a log-rate), 1 otherwise; for two
+    tokens also the control variates of the path's standard normals (``_controls``)."""
     n, d = X0.shape
     P = seeds.shape[0]
     nk = deltas.shape[0]
     out = np.empty((P, nk))
+    cv = np.zeros((P if n == 2 else 0, N_CONTROLS))
     status = np.zeros(P, np.int64)
     e0 = _functional(X0, kind, beta, avec)
     norm = e0 if kind == 0 else 1.0
@@ -241,7 +247,28 @@ def _initial_rate_kernel(X0, table, k0, beta, deltas, seeds, att, rtol, kind, av
                     out[p, k] = np.nan
                 else:
                     out[p, k] = acc / (2.0 * deltas[k] * norm)
-    return out, status
+            if n == 2:
+                _controls(Zd, cv[p])
+    return out, status, cv
+
+
+N_CONTROLS = 9
+
+
+@njit(cache=True)
+def _controls(Zd, out):
+    """Mean-zero functions of a two-token path's standard normals Zd (the sampler's: row 0 drives the first
+    token, row 1 the second given the first): Z^2 - 1 and Z_0 Z_1 for coordinate 1 (the separation of
+    ``two_tokens``), coordinate 0 and the sum over coordinates >= 2.  They have mean 0 whatever the
+    model, so subtracting any fixed multiple of them leaves the mean unchanged."""
+    d = Zd.shape[1]
+    for j in range(N_CONTROLS):
+        out[j] = 0.0
+    for c in range(d):
+        g = 1 if c == 1 else (0 if c == 0 else 2)
+        out[g] += Zd[1, c] * Zd[1, c] - 1.0
+        out[3 + g] += Zd[0, c] * Zd[0, c] - 1.0
+        out[6 + g] += Zd[0, c] * Zd[1, c]
 
 
 RICHARDSON = np.array([1.0, -6.0, 8.0]) / 3.0       # weights of A_0, A_1, A_2 (delta, delta/2, delta/4)
@@ -249,7 +276,8 @@ RICHARDSON = np.array([1.0, -6.0, 8.0]) / 3.0       # weights of A_0, A_1, A_2 (
 
 def initial_rate_paths(X0, kf, beta: float, n_paths: int, seed: int, *, stream: int = 0,
                        delta: float | None = None, attention=None) -> tuple[np.ndarray, np.ndarray]:
-    """(per-path Richardson estimates of d/dt log E[E_beta] at t = 0 from X0, per-path A_0, A_1, A_2).
+    """(per-path Richardson estimates of d/dt log E[E_beta] at t = 0 from X0, per-path A_0, A_1, A_2,
+    per-path control variates (two tokens; an empty array otherwise)).
 
     ``kf``: the kernel (its ``table`` and ``k0``); ``attention``: an ``attention.Attention``
     (None: attention off).  Deterministic per path seed (``numeric.rng.path_seeds``)."""
@@ -265,11 +293,32 @@ def initial_rate_paths(X0, kf, beta: float, n_paths: int, seed: int, *, stream: 
         v = 0.0 if not attention.on else float(np.abs(attention.Vt).sum(axis=0).max(initial=0.0))
         delta = default_delta(float(kf.k0), X0.shape[1], float(beta), v)
     deltas = np.array([delta, delta / 2, delta / 4])
-    A, status = _initial_rate_kernel(X0, np.ascontiguousarray(kf.table), float(kf.k0), float(beta), deltas,
-                                     path_seeds(seed, n_paths, stream), attention, 1e-13, 0, np.zeros(1))
+    A, status, cv = _initial_rate_kernel(X0, np.ascontiguousarray(kf.table), float(kf.k0), float(beta), deltas,
+                                         path_seeds(seed, n_paths, stream), attention, 1e-13, 0, np.zeros(1))
     if np.any(status != OK):
         raise SimulationError(f"exact-layer rate: sampler status {int(status[status != OK][0])}")
-    return A @ RICHARDSON, A
+    return A @ RICHARDSON, A, cv
+
+
+def rate_estimate(X0, kf, beta: float, n_paths: int, seed: int, *, stream: int = 0, delta: float | None = None,
+                  attention=None) -> tuple[float, float, int]:
+    """(estimate, standard error, paths) of the initial rate d/dt log E[E_beta] from X0.
+
+    Two tokens: the per-path Richardson values minus the control variates (``_controls``, mean 0)
+    times coefficients fitted by least squares on the *other* half of the paths (cross-fitting:
+    each half's coefficients are independent of the half they correct, so the estimate stays
+    unbiased); the standard error is that of the corrected values.  Other N: the plain mean."""
+    R, _, cv = initial_rate_paths(X0, kf, beta, n_paths, seed, stream=stream, delta=delta, attention=attention)
+    if cv.shape[0] == 0 or R.size < 8 * N_CONTROLS:
+        return float(R.mean()), float(R.std(ddof=1) / math.sqrt(R.size)), int(R.size)
+    halves = (np.arange(R.size) % 2 == 0, np.arange(R.size) % 2 == 1)
+    adj = np.empty_like(R)
+    for this, other in (halves, halves[::-1]):
+        coef, *_ = np.linalg.lstsq(cv[other], R[other] - R[other].mean(), rcond=None)
+        adj[this] = R[this] - cv[this] @ coef
+    return float(adj.mean()), float(adj.std(ddof=1) / math.sqrt(adj.size)), int(adj.size)
+
+
 
 
 FUNCTIONALS = {"energy": 0, "linear": 1, "quadratic": 2}
@@ -295,8 +344,8 @@ def initial_functional_rate_paths(X0, kf, functional: str, n_paths: int, seed: i
         v = 0.0 if not attention.on else float(np.abs(attention.Vt).sum(axis=0).max(initial=0.0))
         delta = default_delta(float(kf.k0), X0.shape[1], float(beta), v)
     deltas = np.array([delta, delta / 2, delta / 4])
-    A, status = _initial_rate_kernel(X0, np.ascontiguousarray(kf.table), float(kf.k0), float(beta), deltas,
-                                     path_seeds(seed, n_paths, stream), attention, 1e-13, kind, avec)
+    A, status, _ = _initial_rate_kernel(X0, np.ascontiguousarray(kf.table), float(kf.k0), float(beta), deltas,
+                                        path_seeds(seed, n_paths, stream), attention, 1e-13, kind, avec)
     if np.any(status != OK):
         raise SimulationError(f"exact-layer rate: sampler status {int(status[status != OK][0])}")
     if kind == 0:                 # the kernel returns the energy's log-rate: undo the normalisation
@@ -314,6 +363,7 @@ def two_tokens(d: int, u: float) -> np.ndarray:
     return X
 
 
-__all__ = ["f_tilde", "generator_ratio", "edge_ratio", "sup_ratio", "initial_rate_paths", "two_tokens",
+__all__ = ["f_tilde", "generator_ratio", "edge_ratio", "sup_ratio", "initial_rate_paths", "rate_estimate",
+           "two_tokens",
            "initial_functional_rate_paths", "FUNCTIONALS",
            "RICHARDSON", "GRID_U", "EDGE_U", "default_delta"]
