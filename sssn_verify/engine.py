@@ -13,6 +13,7 @@ Public API::
     simulate_transformer(params, depth, width, n_paths=1, seed=0, init=None, mode="auto", ...)
     simulate_gaussian(params, depth, n_paths=1, seed=0, init=None, ...)
     simulate_sde(params, depth, n_paths=1, seed=0, init=None, ...)
+    simulate_coupled(params, depth, widths=(16, 64, 256, inf), n_paths=1, seed=0, init=None, ...)
     sde_refinement_ladder(params, depth, factors=(1, 2, 4, 8), kind="sde", ...)
     lyapunov_tangent(params, model="transformer", depth=..., width=..., n_paths=..., seed=...,
                      n_vectors=1)
@@ -67,6 +68,32 @@ class SimulationResult:
     energies: np.ndarray
     trajectory: np.ndarray | None = None
     mode: str = ""
+    info: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CoupledResult:
+    """Several widths and m = infinity on one noise (``numeric.models.coupled``).
+
+    widths (R,) the systems' widths, ascending (``inf`` for m = infinity); tokens (P, R, N, d)
+    final tokens; energy (P, R, L+1) E_0 of each system after every layer; max_dev (P, R-1)
+    max over layers l of max_i |x_i^{l,m} - x_i^{l,ref}| (ref: the last system, m = inf when
+    requested) and max_dev_config (P, R-1) the same with sqrt(sum_i |.|^2); times (L+1,).
+    """
+
+    model: str
+    params: ModelParams
+    depth: int
+    widths: tuple
+    n_paths: int
+    seed: int
+    init: np.ndarray
+    tokens: np.ndarray
+    energy: np.ndarray
+    times: np.ndarray
+    max_dev: np.ndarray
+    max_dev_config: np.ndarray
+    mode: str = "coupled"
     info: dict = field(default_factory=dict)
 
 
@@ -222,6 +249,11 @@ def simulate(model: str, params: ModelParams, depth: int, width: int | None = No
                   init=init, mode=mode, betas=betas, store_every=store_every, rtol=rtol)
         return run_path_chunks(executor, simulate, kw, check_int("n_paths", n_paths, 1), progress is True)
     m = _model(model)
+    if m.driver == "coupled":
+        if store_every or len(_betas(betas)):
+            raise ParameterError("model", model, "records E_0 only (no betas, no trajectory)")
+        return simulate_coupled(params, depth, width, n_paths, seed, init, progress, rtol, paths=paths,
+                                mode=mode)
     params = _check_params(params)
     L = check_int("depth", depth, 1)
     P = check_int("n_paths", n_paths, 1)
@@ -288,6 +320,55 @@ def simulate_sde(params: ModelParams, depth: int, n_paths: int = 1, seed: int = 
                     progress, rtol)
 
 
+def simulate_coupled(params: ModelParams, depth: int, widths=(16, 64, 256, math.inf), n_paths: int = 1,
+                     seed: int = 0, init=None, progress: bool | None = None, rtol: float = DEFAULT_RTOL,
+                     *, executor=None, paths=None, mode: str = "auto") -> CoupledResult:
+    """Widths m_1 < .. < m_K (and m = infinity when `widths` holds ``inf`` or ``"inf"``) on one
+    noise: nested hidden units and one standard normal xi per layer, F = Khat_m^{1/2} xi,
+    G = K^{1/2} xi (``numeric.models.coupled``).  Every system follows the law of its model
+    (finite-width transformer, Gaussian transformer) with the same attention; the max deviations
+    from the last system (m = inf) measure Theorem 1.1's width error.  Also reachable as
+    ``simulate("coupled", params, depth, width=widths, ...)``."""
+    if executor is not None:
+        from .executor import run_path_chunks
+        kw = dict(model="coupled", params=params, depth=depth, width=widths, n_paths=n_paths, seed=seed,
+                  init=init, rtol=rtol)
+        return run_path_chunks(executor, simulate, kw, check_int("n_paths", n_paths, 1), progress is True)
+    m = MODELS["coupled"]
+    params = _check_params(params)
+    L = check_int("depth", depth, 1)
+    P = check_int("n_paths", n_paths, 1)
+    seed = check_int("seed", seed, 0)
+    prep = m.prepare(params, widths, mode, params.n_tokens)
+    ws = dict(prep.info)["widths"]
+    R = len(ws)
+    N, d = params.n_tokens, params.d
+    check_simulation(P * R, N, d, L, prep.width, 0, 0)
+    a, b = (0, P) if paths is None else (int(paths[0]), int(paths[1]))
+    X0 = initial_tokens(params, P, seed, init)[a:b]
+    seeds = _rng.path_seeds(seed, P, DYNAMICS_STREAM)[a:b]
+    P = b - a
+    energy = np.zeros((P, R, L + 1))
+    final = np.zeros((P, R, N, d))
+    max_dev = np.zeros((P, R - 1))
+    max_dev_c = np.zeros((P, R - 1))
+    status = np.zeros((P, 2), dtype=np.int64)
+    h = params.horizon / L
+    kernel = m.kernel("coupled", params)
+    att = _attention(params)
+
+    def call(a, b):
+        sl = slice(a, b)
+        kernel(b - a, X0[sl], seeds[sl], L, h, prep.consts, att, rtol, energy[sl], final[sl], max_dev[sl],
+               max_dev_c[sl], status[sl])
+
+    cost = sum(m.cost(N, d, w) for w in ws if w != math.inf) + (N ** 3 if ws[-1] == math.inf else 0)
+    _run_chunked(call, P, float(P) * L * cost, progress, "coupled")
+    _raise_on_status(status, m.label, m.unit, params, depth=L, widths=",".join(map(str, ws)))
+    return CoupledResult(m.name, params, L, ws, P, seed, X0, final, energy, np.arange(L + 1) * h,
+                         max_dev, max_dev_c, info={"widths": ws})
+
+
 LADDER_KINDS = tuple(name for name, m in MODELS.items() if m.field)
 
 
@@ -338,7 +419,7 @@ def sde_refinement_ladder(params: ModelParams, depth: int, factors: Sequence[int
     return LadderResult(kind, params, n_fine, fa, P, seed, final, max_dev, max_dev_c)
 
 
-TANGENT_MODELS = tuple(MODELS)
+TANGENT_MODELS = tuple(name for name, m in MODELS.items() if m.driver == "simulate")
 
 
 def tangent_initial(params: ModelParams, n_paths: int, seed: int, init=None, tangent=None,

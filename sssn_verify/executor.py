@@ -272,7 +272,7 @@ def run_path_chunks(spec: Any, fn: Callable[..., Any], kwargs: dict, n_paths: in
         parts = [o.value for o in ex.run(tasks, desc="paths", progress=progress)]
     first = parts[0]
     arrays = {name: np.concatenate([getattr(p, name) for p in parts])
-              for name in ("init", "tokens", "energy", "energies", "trajectory")
+              for name in ("init", "tokens", "energy", "energies", "trajectory", "max_dev", "max_dev_config")
               if getattr(first, name, None) is not None}
     return dataclasses.replace(first, n_paths=n_paths, **arrays)
 

@@ -1,8 +1,14 @@
-"""``sssn-verify simulate transformer|gaussian|sde``: run the Monte Carlo engine, save .npz.
+"""``sssn-verify simulate transformer|gaussian|sde|coupled``: run the Monte Carlo engine, save .npz.
 
 The .npz holds ``tokens`` (P, N, D) final tokens, ``energy`` (P, L+1) the energy E_0 after
 every layer/step, ``init`` (P, N, D), ``times`` (L+1,) and the run's settings.  ``--plot``
 draws the tokens on S^2 (d = 3) or the energy against depth (otherwise).
+
+``simulate coupled --widths 16,64,256,inf``: the widths and m = infinity on one noise
+(``engine.simulate_coupled``); ``widths`` (R,) (inf for m = infinity), ``tokens`` (P, R, N, D),
+``energy`` (P, R, L+1), ``max_dev`` / ``max_dev_config`` (P, R-1): max over layers of the
+deviation from the last system (max over tokens / configuration norm).  ``--plot``: the mean
+squared max deviation against m.
 """
 from __future__ import annotations
 
@@ -22,14 +28,19 @@ from .common import add_model_options, params_from_args
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "simulate", help="Monte Carlo: finite-width transformer, Gaussian transformer or the SDE",
+        "simulate", help="Monte Carlo: finite-width transformer, Gaussian transformer, the SDE, or widths "
+                         "coupled with m = inf",
         description="Simulate the finite-width transformer (--width m), the Gaussian transformer "
-                    "(m = infinity) or the limiting SDE (projected Euler, --depth steps); save the "
+                    "(m = infinity) or the limiting SDE (projected Euler, --depth steps), or several "
+                    "widths and m = infinity on one noise (coupled --widths 16,64,256,inf); save the "
                     "final tokens and the energy E_0 after every layer to an .npz file.")
     p.add_argument("model", choices=list(REGISTRY), help="a registered model (numeric/models/)")
     p.add_argument("--n-tokens", type=int, default=8, help="number of tokens N")
     add_model_options(p)
     p.add_argument("--width", type=int, default=None, help="MLP width m (transformer only)")
+    p.add_argument("--widths", default=None, metavar="M1,M2,..",
+                   help="coupled only: the widths on one noise, comma-separated, inf for m = infinity "
+                        "(e.g. 16,64,256,inf)")
     p.add_argument("--depth", type=int, required=True, help="number of layers L (SDE: Euler steps)")
     p.add_argument("--horizon", type=float, default=1.0, help="horizon T (step T / L)")
     p.add_argument("--paths", type=int, default=1, help="independent Monte Carlo paths P")
@@ -69,29 +80,72 @@ def run(args: argparse.Namespace) -> int:
     params = params_from_args(args, **heads)
     from ..numeric.models import MODELS
     model = MODELS[args.model]
-    if model.needs_width and args.width is None:
+    width = args.width
+    if model.driver == "coupled":
+        if args.width is not None:
+            raise ParameterError("width", args.width, "the coupled run takes --widths (e.g. 16,64,256,inf)")
+        if args.widths is None:
+            raise ParameterError("widths", None, "--widths is required for the width coupling (e.g. 16,64,256,inf)")
+        from ..numeric.models.coupled import parse_widths
+        width = parse_widths(args.widths)
+    elif args.widths is not None:
+        raise ParameterError("widths", args.widths, "applies only to the coupled model")
+    elif model.needs_width and args.width is None:
         raise ParameterError("width", None, f"--width is required for the {model.label}")
     if not model.needs_width and args.width is not None:
         raise ParameterError("width", args.width, f"--width applies only to models with an MLP width, not {args.model}")
     from ..executor import from_cli
     with from_cli(args) as ex:
-        res = engine.simulate(args.model, params, args.depth, args.width, n_paths=args.paths, seed=args.seed,
+        res = engine.simulate(args.model, params, args.depth, width, n_paths=args.paths, seed=args.seed,
                               init=init, mode=args.mode, progress=False if args.no_progress else None,
                               executor=None if args.workers is None and args.scheduler is None else ex)
     settings = dict(model=args.model, n_tokens=params.n_tokens, d=params.d, width=args.width,
+                    widths=None if args.widths is None else [str(w) for w in width],
                     depth=args.depth, horizon=params.horizon, beta=params.beta,
                     activation=params.activation.name, sigma_w=params.sigma_w, sigma_b=params.sigma_b,
                     sigma_a=params.sigma_a, paths=args.paths, seed=args.seed, mode=res.mode,
                     heads=params.n_heads, attention=bool(params.attention_on))
-    write_atomic(out, lambda fh: np.savez(fh, tokens=res.tokens, energy=res.energy, init=res.init,
-                                          times=res.times, settings=json.dumps(settings)), what="--out")
+    arrays = dict(tokens=res.tokens, energy=res.energy, init=res.init, times=res.times,
+                  settings=json.dumps(settings))
+    if model.driver == "coupled":
+        arrays.update(widths=np.array(res.widths, dtype=float), max_dev=res.max_dev,
+                      max_dev_config=res.max_dev_config)
+    write_atomic(out, lambda fh: np.savez(fh, **arrays), what="--out")
     if plot_path:
-        plot(res, plot_path)
+        (plot_coupled if model.driver == "coupled" else plot)(res, plot_path)
+    if model.driver == "coupled":
+        errs = ", ".join(f"m={w}: {e:.3g}" for w, e in zip(res.widths, (res.max_dev ** 2).mean(axis=0)))
+        print(f"coupled: P={args.paths} N={params.n_tokens} d={params.d} L={args.depth}: E max_l max_i "
+              f"|x^m - x^{res.widths[-1]}|^2 {errs}; saved {out}" + (f" and {plot_path}" if plot_path else ""))
+        return 0
     mean_e = res.energy.mean(axis=0)
     print(f"{args.model}: P={args.paths} N={params.n_tokens} d={params.d} L={args.depth}: "
           f"mean E_0 {mean_e[0]:.4g} -> {mean_e[-1]:.4g}; saved "
           f"{out}" + (f" and {plot_path}" if plot_path else ""))
     return 0
+
+
+def plot_coupled(res, path: str) -> None:
+    """The mean squared max deviation from the last system against the width (log-log)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    s = res.max_dev ** 2
+    ws = np.array(res.widths[:-1], dtype=float)
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    ax.errorbar(ws, s.mean(axis=0), yerr=s.std(axis=0, ddof=1) / np.sqrt(max(res.n_paths - 1, 1)),
+                marker="o", capsize=3, label=f"mean over {res.n_paths} paths")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("width m")
+    ax.set_ylabel(f"E max_l max_i |x^(l,m) - x^(l,{res.widths[-1]})|^2")
+    ax.set_title(f"width coupling: N={res.params.n_tokens}, d={res.params.d}, L={res.depth}, "
+                 f"{res.params.activation.name}", fontsize=9)
+    ax.legend()
+    fig.tight_layout()
+    write_atomic(path, lambda fh: fig.savefig(fh, format=Path(path).suffix[1:].lower(), dpi=110),
+                 what="--plot")
+    plt.close(fig)
 
 
 def plot(res, path: str) -> None:

@@ -13,17 +13,20 @@ A model (``numeric.models``) declares numba functions with fixed names and signa
                                                    and its Jacobian on the k rows of V,
                                                    before the radial projection
 
-(``consts`` is the model's namedtuple of numeric constants, ``att`` the
+(the coupled model's ``noise`` receives all systems at once: E and W of shape (R, N, d);
+``consts`` is the model's namedtuple of numeric constants, ``att`` the
 :class:`~sssn_verify.numeric.attention.Attention` operands, ``aw`` their buffers, ``st``
 the path's generator state).  This module owns everything around them: buffers,
 recording of energies and trajectories, the projection, Benettin's QR renormalisation and
 the status/blow-up codes; ``status[p] = (code, layer)`` is written instead of raising (the
-engine raises).  Three drivers cover every entry point:
+engine raises).  Four drivers cover every entry point:
 
 * :func:`simulate_path`: one path of N tokens, E_0 and E_beta recorded after every layer;
 * :func:`tangent_path`: one token and k tangent vectors, re-orthonormalised by modified
   Gram-Schmidt (a QR decomposition) after every layer; ``logs[p, l, a]`` is the
   accumulated log of the a-th diagonal entry of R (k = 1: the log-growth of |v|);
+* :func:`coupled_path`: R systems (widths and m = infinity) on one noise, each with its own
+  tokens (``numeric.models.coupled``), E_0 per system and the max deviations from the last;
 * :func:`ladder_path`: refinement levels coupled on one Brownian field (models whose noise
   is the Gaussian field, ``Model.field``): level 0 is the reference (``ref_*``), the others
   the coarse model (``lvl_*``); see ``numeric.models.sde``.
@@ -233,7 +236,59 @@ def ladder_path(p, X0, seeds, n_fine, dt, factors, consts, att, rtol, final, max
     final[p] = Xs
 
 
-DRIVERS = {"simulate": simulate_path, "tangent": tangent_path, "ladder": ladder_path}
+def coupled_path(p, X0, seeds, n_layers, h, consts, att, rtol, energy, final, max_dev, max_dev_config,
+                 status):
+    """Path p of R systems on one noise (``numeric.models.coupled``): X_r <- advance(X_r, E_r,
+    sqrt(h) W_r), E_r = evaluate(X_r), the W_r drawn jointly by ``noise``.
+
+    energy (P, R, L+1) E_0 of each system after every layer; final (P, R, N, d); max_dev /
+    max_dev_config (P, R-1): max over layers of max_i |x_i^r - x_i^ref| and of
+    sqrt(sum_i |x_i^r - x_i^ref|^2), the reference being the last system.
+    """
+    _, N, d = X0.shape
+    R = final.shape[1]
+    sq = math.sqrt(h)
+    st = rng_state(seeds[p])
+    Xs = np.empty((R, N, d))
+    Es = np.empty((R, N, d))
+    Ws = np.empty((R, N, d))
+    for r in range(R):
+        Xs[r] = X0[p]
+        energy[p, r, 0] = energy0(Xs[r])
+    aw = attention_work(N, d, att)
+    w = model_work(N, d, consts)
+    for layer in range(n_layers):
+        code = STATUS_OK
+        for r in range(R):
+            if code == STATUS_OK:
+                code = model_evaluate(Xs[r], Es[r], h, att, aw)
+        if code == STATUS_OK:
+            code = model_noise(st, Es, consts, w, Ws, rtol)
+        if code == STATUS_OK:
+            for r in range(R):
+                for i in range(N):
+                    for c in range(d):
+                        Ws[r, i, c] *= sq
+                if code == STATUS_OK:
+                    code = model_advance(Xs[r], Es[r], Ws[r], h, consts, att, aw, w)
+        if code != STATUS_OK:
+            status[p, 0] = code
+            status[p, 1] = layer
+            break
+        for r in range(R):
+            energy[p, r, layer + 1] = energy0(Xs[r])
+        for r in range(R - 1):
+            dev = max_token_deviation(Xs[r], Xs[R - 1])
+            if dev > max_dev[p, r]:
+                max_dev[p, r] = dev
+            devc = config_deviation(Xs[r], Xs[R - 1])
+            if devc > max_dev_config[p, r]:
+                max_dev_config[p, r] = devc
+    final[p] = Xs
+
+
+DRIVERS = {"simulate": simulate_path, "tangent": tangent_path, "ladder": ladder_path,
+           "coupled": coupled_path}
 
 
 # ------------------------------------------------------------------ binding a driver to models

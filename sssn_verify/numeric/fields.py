@@ -50,6 +50,14 @@ The MLP in law (exact-in-law sampling, ``mlp_preactivations`` / ``mlp_outputs``)
     (``accumulate_tree``).  Exactly coincident rows get a zero edge: identical noise.
     A tangent vector v is the row ``(v, c = 0)``: the pair (F(y), J_F(y) v) is the output for
     ``H = [phi(z), phi'(z) * zdot]``.
+
+The width coupling (``numeric.models.coupled``, issue 11.2)
+    Width m and m = infinity are driven by one standard normal xi through square roots of their
+    covariances in the same tree basis: ``tree_field_cov`` (the field's covariance of root and
+    edge differences from the stable gaps: an edge's variance is 2 g exactly) and the Gram matrix
+    of the hidden rows' differences (``edge_rows``), each factorised by ``graded_sqrt``
+    (diagonal scale times the symmetric PSD root of the correlation matrix: order-free and
+    continuous in the covariance, so nearby covariances get nearby roots).
 """
 from __future__ import annotations
 
@@ -604,6 +612,93 @@ def mlp_outputs(state, H, sa, exact, out, C, L, Zd, Am, rtol):
     for i in range(n):
         for c in range(out.shape[1]):
             out[i, c] *= f
+    return STATUS_OK
+
+
+# ---------------------------------------------------------------- the width coupling (issue 11.2)
+@njit(cache=True)
+def tree_field_cov(G, k0, order, parent, C):
+    """C: covariance of the field in the tree basis, from the gap matrix G (G_ij = k0 - K_ij).
+
+    Basis (``nearest_tree``'s order/parent): the root value G(y_r), then the edge differences
+    G(y_a) - G(y_parent(a)).  Cov(G(a) - G(b), G(c) - G(e)) = g_ae + g_bc - g_ac - g_be, so an
+    edge's variance is 2 g_ab exactly (no cancellation, whatever |a - b|);
+    Cov(G(r), G(c) - G(e)) = g_re - g_rc; Var G(r) = k0.  (The covariance of two *different*
+    short edges far apart is a mixed difference of O(1) gaps: absolute error ~ eps k0.)
+    """
+    n = G.shape[0]
+    r = order[0]
+    C[0, 0] = k0
+    for t in range(1, n):
+        c = order[t]
+        e = parent[c]
+        v = G[r, e] - G[r, c]
+        C[0, t] = v
+        C[t, 0] = v
+    for s in range(1, n):
+        a = order[s]
+        b = parent[a]
+        for t in range(1, s + 1):
+            c = order[t]
+            e = parent[c]
+            v = (G[a, e] + G[b, c]) - (G[a, c] + G[b, e])
+            C[s, t] = v
+            C[t, s] = v
+
+
+@njit(cache=True)
+def graded_sqrt(C, A, rtol):
+    """A with A A^T = C: A = D R^{1/2}, D = diag(C)^{1/2}, R = D^{-1} C D^{-1}; returns a status.
+
+    R^{1/2} is the symmetric positive semi-definite square root of the correlation matrix
+    (eigendecomposition); the diagonal scaling keeps every row (a token, or a 1e-12 difference of
+    two tokens in the tree basis) at its own scale, so small differences are exact to relative
+    rounding.  A is a continuous function of C that does not depend on any pivoting order: two
+    nearby covariances (the width-m empirical kernel and K) get nearby roots, which is what the
+    width coupling needs.  Policy: rows with C_ii = 0 get a zero row (coincident tokens: identical
+    noise); correlations are clipped to [-1, 1] and negative eigenvalues of R (rounding) set to 0;
+    a non-finite or negative diagonal, or an eigenvalue below ``-sqrt(rtol) * n``, is
+    ``STATUS_NOT_PSD``.
+    """
+    n = C.shape[0]
+    D = np.empty(n)
+    idx = np.empty(n, np.int64)
+    k = 0
+    for i in range(n):
+        c = C[i, i]
+        if not (c >= 0.0) or not np.isfinite(c):
+            return STATUS_NOT_PSD
+        D[i] = math.sqrt(c)
+        for j in range(n):
+            A[i, j] = 0.0
+        if c > 0.0:
+            idx[k] = i
+            k += 1
+    if k == 0:
+        return STATUS_OK
+    R = np.empty((k, k))
+    for a in range(k):
+        ia = idx[a]
+        for b in range(a):
+            ib = idx[b]
+            v = (C[ia, ib] / D[ia]) / D[ib]
+            if not np.isfinite(v):
+                return STATUS_NOT_PSD
+            v = min(1.0, max(-1.0, v))
+            R[a, b] = v
+            R[b, a] = v
+        R[a, a] = 1.0
+    w, V = np.linalg.eigh(R)
+    if w[0] < -math.sqrt(rtol) * k:
+        return STATUS_NOT_PSD
+    for q in range(k):
+        sw = math.sqrt(w[q]) if w[q] > 0.0 else 0.0
+        for a in range(k):
+            V[a, q] *= math.sqrt(sw)
+    S = np.dot(V, V.T)
+    for a in range(k):
+        for b in range(k):
+            A[idx[a], idx[b]] = D[idx[a]] * S[a, b]
     return STATUS_OK
 
 

@@ -38,7 +38,8 @@ class Model:
     is the Gaussian field of kernel K (consts = FieldConsts), so it can sit on a refinement
     ladder; uses_activation: the numba functions that call ``phi``/``dphi`` (compiled per
     activation); prepare(params, width, mode, n_rows, tangent) -> Prepared; cost(n, d, m):
-    flops of one layer of one path (sizes the progress bar).
+    flops of one layer of one path (sizes the progress bar); driver: "simulate" (one system:
+    ``engine.simulate``) or "coupled" (several systems on one noise: ``engine.simulate_coupled``).
     """
 
     name: str
@@ -52,6 +53,7 @@ class Model:
     prepare: Callable
     cost: Callable
     description: str = ""
+    driver: str = "simulate"  # the driver of its runs: "simulate", or "coupled" (several systems)
 
     def kernel(self, driver: str, params, level: "Model | None" = None):
         """The compiled parallel kernel of `driver` ("simulate", "tangent", "ladder")."""
@@ -63,6 +65,7 @@ REGISTRY = {
     "transformer": "finite_width",
     "gaussian": "gaussian",
     "sde": "sde",
+    "coupled": "coupled",
 }
 
 
