@@ -16,6 +16,7 @@ import scipy.linalg
 from statistics import NormalDist
 
 from sssn_verify import ModelParams
+from sssn_verify.claims import CLAIMS, UNAVAILABLE
 from sssn_verify.cli import main
 from sssn_verify.engine import simulate, simulate_coupled, simulate_gaussian, simulate_transformer
 from sssn_verify.errors import ParameterError
@@ -184,3 +185,40 @@ def test_cli_simulate_coupled_bad_input_exits_2_with_one_line(tmp_path, capsys, 
     rc = main(["simulate", "coupled", "--depth", "2", "--out", str(tmp_path / "x.npz"), *argv])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1 and not (tmp_path / "x.npz").exists()
+
+
+# ----------------------------------------------------------------------------- the claim
+def claim(name):
+    assert name in CLAIMS, f"claim {name} not registered: {UNAVAILABLE.get(name)}"
+    return CLAIMS[name]
+
+
+def test_convergence_width_is_available_and_declares_domain_and_anchors():
+    c = claim("convergence_width")
+    assert "convergence_width" not in UNAVAILABLE
+    assert c.domain is not None and c.anchors and c.formula() == -1.0
+
+
+FAST = {"paths": 800, "n_boot": 500}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_convergence_width_accepts_one_over_m(seed):
+    res = claim("convergence_width").run("quick", seed, budget=FAST)
+    assert res.passed, [(c.name, c.estimate, c.ci, c.pvalue) for c in res.checks]
+    bound = res.checks[0]
+    assert -1.15 < bound.estimate < -0.85 and bound.ci[0] < bound.estimate < bound.ci[1]
+
+
+@pytest.mark.parametrize("exponent", [-2.0, 0.0, -1.5, -0.5])
+def test_convergence_width_rejects_wrong_rates(exponent):
+    res = claim("convergence_width").run("quick", 0, level=STRICT, formula=exponent, budget=FAST)
+    assert not res.passed
+
+
+def test_convergence_width_runs_an_explored_configuration():
+    from sssn_verify.claims.convergence_width import _asymptotic
+    config = ("relu", 5, 0.8, 0.5, 0.35)
+    assert _asymptotic(config) and not _asymptotic(("relu", 5, 0.8, 0.5, 0.9))
+    res = claim("convergence_width").run("quick", 5, budget={**FAST, "configs": [config]})
+    assert res.passed and "d=5" in res.checks[0].name

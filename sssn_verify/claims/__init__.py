@@ -23,10 +23,7 @@ CLAIMS: dict[str, Claim] = {}
 UNAVAILABLE: dict[str, str] = {}
 
 # claims that cannot be checked honestly with the current building blocks (never faked)
-NOT_CHECKABLE = {
-    "convergence_width": "needs a pathwise coupling of the width-m transformer with m = infinity (e.g. "
-                         "nested MLP units); the engine offers refinement couplings in depth only",
-}
+NOT_CHECKABLE: dict[str, str] = {}
 
 
 def _load() -> None:

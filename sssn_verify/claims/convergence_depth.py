@@ -46,9 +46,11 @@ def bound_slope(shape: Callable, x: np.ndarray) -> float:
 
 def ladder_check(name: str, x, samples, shape, *, level: float, seed: int, n_boot: int, xlabel: str,
                  bound_label: str, ylabel: str = r"$\mathbb{E}\,\max_l |X^l - X_{l\delta}|^2$",
-                 extra: dict | None = None):
-    """Fit the slope of mean(samples) vs x and test it against the bound's slope (one-sided)."""
-    fit = path_bootstrap_loglog_slope(x, samples, level=level, n_boot=n_boot, seed=seed)
+                 extra: dict | None = None, fit=None):
+    """Fit the slope of mean(samples) vs x (or take `fit`) and test it against the bound's slope
+    (one-sided)."""
+    if fit is None:
+        fit = path_bootstrap_loglog_slope(x, samples, level=level, n_boot=n_boot, seed=seed)
     b = bound_slope(shape, x)
     res = slope_test(name, fit, b, level=level, direction="at_most", seed=seed)
     sharp = fit.ci[0] <= b <= fit.ci[1]
