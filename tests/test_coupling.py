@@ -222,3 +222,18 @@ def test_convergence_width_runs_an_explored_configuration():
     assert _asymptotic(config) and not _asymptotic(("relu", 5, 0.8, 0.5, 0.9))
     res = claim("convergence_width").run("quick", 5, budget={**FAST, "configs": [config]})
     assert res.passed and "d=5" in res.checks[0].name
+
+
+def test_commuting_limits_reports_the_l_by_m_table_and_its_surface():
+    """The table's m = inf column is the depth error, finite widths add the width error; the
+    fitted surface a log L / L + b / m has positive a, b (errors shrink in both L and m)."""
+    from sssn_verify.claims.commuting_limits import PARAMS, error_table
+    tab = error_table(ModelParams(**PARAMS), {"depths": (8, 16), "widths": (16, 64), "n_fine": 64,
+                                               "paths": 120}, 3)
+    e = np.array(tab["error"])
+    assert e.shape == (2, 3) and tab["widths"] == [16, 64, "inf"]
+    assert np.allclose(e[:, -1], tab["depth_error"])
+    assert np.allclose(e[:, :-1], np.array(tab["depth_error"])[:, None] + np.array(tab["width_error"]))
+    assert np.all(e[:, 0] > e[:, 1])
+    s = tab["surface"]
+    assert s["a"] > 0 and s["b"] > 0 and s["relative_rms_residual"] < 0.5 and "| 16 |" in tab["text"]
