@@ -151,7 +151,8 @@ def test_stated_claims_are_not_labelled_derived(written):
 
 def test_the_registry_marks_the_hand_typed_claims_as_stated():
     stated = {n for n, c in CLAIMS.items() if c.derived_kind == "stated"}
-    assert stated == {"commuting_limits", "convergence_depth", "propagation_of_chaos", "metastability"} & set(CLAIMS)
+    assert stated == {"commuting_limits", "convergence_depth", "convergence_width", "propagation_of_chaos",
+                      "metastability"} & set(CLAIMS)
     from sssn_verify.symbolic.lyapunov import lambda1_relu, lambda1_tangent
     import sympy as sp
     text = CLAIMS["synchronization"].derived()
