@@ -220,6 +220,9 @@ def test_convergence_width_runs_an_explored_configuration():
     from sssn_verify.claims.convergence_width import _asymptotic
     config = ("relu", 5, 0.8, 0.5, 0.35)
     assert _asymptotic(config) and not _asymptotic(("relu", 5, 0.8, 0.5, 0.9))
+    k0 = kernel("relu", 0.8, 0.5, 0.9).k0                       # the homogeneity shortcut is exact
+    assert _asymptotic(("relu", 2, 0.8, 0.5, 0.9)) == (2 * k0 <= 0.5)
+    assert kernel("relu", 1, 0, 1).k0 * 0.81 * (0.64 + 0.25) == pytest.approx(k0, rel=1e-12)
     res = claim("convergence_width").run("quick", 5, budget={**FAST, "configs": [config]})
     assert res.passed and "d=5" in res.checks[0].name
 
