@@ -301,6 +301,8 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
                          f"{_fmt(chk.tolerance, 3)} | {p} | {'-' if hp is None else _fmt(hp, 3)} | {chk.n} | "
                          f"{chk.seed if chk.seed is not None else '-'} | {_cell(chk.method)} | "
                          f"{'PASS' if chk.passed else 'FAIL'} |")
+        for caption, text in _tables(r):
+            lines += ["", caption, "", text]
         for f in figs.get(r.name, []):
             lines += ["", f"![{r.name}: {f['title']}]({f['png']}) ([PDF]({f['pdf']}))"]
     if exploration is not None:
@@ -318,6 +320,20 @@ th{background:#f3f3f3}code{font-size:0.9em;background:#f6f6f6;padding:0 0.2em;wo
 .pass{color:#0a6b2d;font-weight:600}.fail{color:#b00020;font-weight:600}
 figure{margin:1rem 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{font-size:0.85rem;color:#555}
 dl{display:grid;grid-template-columns:max-content auto;gap:0.2rem 1rem}dt{font-weight:600}dd{margin:0}"""
+
+
+def _tables(r):
+    """(caption, markdown table) of the checks that carry a ``details["table"]`` with a ``text``
+    (e.g. commuting_limits' L x m error table and its fitted surface)."""
+    for chk in r.checks:
+        t = chk.details.get("table") if isinstance(chk.details, dict) else None
+        if not isinstance(t, dict) or "text" not in t:
+            continue
+        sf = t.get("surface") or {}
+        fit = (f" Fitted {sf['form']}: a = {_fmt(sf['a'])} +- {_fmt(sf['a_stderr'], 2)}, "
+               f"b = {_fmt(sf['b'])} +- {_fmt(sf['b_stderr'], 2)}, chi^2/dof {_fmt(sf['chi2_per_dof'], 3)}, "
+               f"relative RMS residual {_fmt(sf['relative_rms_residual'], 2)}." if sf else "")
+        yield (f"Error table ({t.get('reference', '')}; entry {t.get('entry', '')}).{fit}", t["text"])
 
 
 def _e(x) -> str:
@@ -399,6 +415,8 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
                      f"<td>{'-' if chk.seed is None else chk.seed}</td><td>{_e(chk.method)}</td>"
                      f"<td>{_verdict_html(chk.passed)}</td></tr>")
         h.append("</table>")
+        for caption, text in _tables(r):
+            h += [f"<p>{_e(caption)}</p>", f"<pre>{_e(text)}</pre>"]
         for f in figs.get(r.name, []):
             h += ["<figure>", _img(images.get(f["png"]), f"{r.name}: {f['title']}"),
                   f"<figcaption>{_e(f['title'])} (also as {_e(f['pdf'])})</figcaption></figure>"]

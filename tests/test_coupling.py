@@ -240,3 +240,20 @@ def test_commuting_limits_reports_the_l_by_m_table_and_its_surface():
     assert np.all(e[:, 0] > e[:, 1])
     s = tab["surface"]
     assert s["a"] > 0 and s["b"] > 0 and s["relative_rms_residual"] < 0.5 and "| 16 |" in tab["text"]
+
+
+def test_the_report_shows_a_checks_error_table_and_its_surface():
+    from sssn_verify.claims.base import ClaimResult
+    from sssn_verify.report import html_report, markdown
+    from sssn_verify.stats import CheckResult
+    from sssn_verify.verify import SuiteResult
+    table = {"reference": "SDE, 64 Euler steps", "entry": "dep + w", "text": "| L \\ m | 16 | inf |\n| 8 | 0.3 | 0.1 |",
+             "surface": {"form": "a log L / L + b / m", "a": 0.29, "b": 3.8, "a_stderr": 0.01, "b_stderr": 0.1,
+                         "chi2_per_dof": 1.7, "relative_rms_residual": 0.07}}
+    chk = CheckResult(name="c", passed=True, estimate=0.1, stderr=0.01, ci=(0.07, 0.13), expected=0.1, level=0.999,
+                      n=10, seed=0, pvalue=0.5, details={"table": table})
+    suite = SuiteResult([ClaimResult("commuting_limits", "t", "s", "d", [chk], "quick", 0, 0.999, 1.0)],
+                        "quick", 0, 0.01, 1.0, 1)
+    md, html = markdown(suite), html_report(suite)
+    assert "| 8 | 0.3 | 0.1 |" in md and "a = 0.29" in md and "b = 3.8" in md
+    assert "<pre>| L \\ m | 16 | inf |" in html and "relative RMS residual 0.07" in html
