@@ -12,6 +12,8 @@
   points) and 2 % errors; accepts the edge formula at beta = 0, the exact ReLU sup
   Max(edge, antipodal value) at beta > 0 (built by sympy), and the antipodal value where
   rho* = -1 over seeds 0..10 (the evidence is deterministic: the seed must not matter).
+* relu_rates: the exact layers' log-distance drift and edge rate (no allowance) reject 1 % in
+  lambda_1 and 2 % in lambda_edge by the Monte Carlo alone.
 * A subnormal beta gives the beta = 0 value, not 0/0.
 """
 import math
@@ -127,6 +129,17 @@ def test_two_percent_errors_at_an_edge_point_are_rejected_by_the_monte_carlo_alo
         res = CLAIMS["dissipation"].run("quick", 3, formula=mutant, level=1 - 1e-4, budget=budget)
         sharp = [c for c in _mc_checks(res) if "maximizing" in c.name]
         assert sharp and not sharp[0].passed and sharp[0].details["min_detectable_rel_error"] < 0.02
+
+
+def test_relu_rates_monte_carlo_alone_rejects_one_percent_in_lambda1_and_two_in_the_edge():
+    from sssn_verify.claims.relu_rates import derived_formula as relu_formula
+    f = relu_formula()
+    budget = {"n_t": 1, "paths": 100_000, "paths_energy": 200_000}
+    assert CLAIMS["relu_rates"].run("quick", 5, budget=budget).passed
+    for mutant in (replace(f, lambda1=lambda *a: 1.01 * f.lambda1(*a)), replace(f, edge=lambda *a: 1.02 * f.edge(*a)),
+                   replace(f, edge=lambda *a: 0.98 * f.edge(*a))):
+        res = CLAIMS["relu_rates"].run("quick", 5, formula=mutant, level=1 - 1e-4, budget=budget)
+        assert not all(c.passed for c in _mc_checks(res))
 
 
 def _relu_sup_candidate() -> str:

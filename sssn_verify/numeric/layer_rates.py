@@ -86,6 +86,11 @@ def f_tilde(u, beta: float):
 
 def _u_after(c, s, beta, coord, sign, lam, tau):
     """f~(u') after the noise step g_x = sqrt(lam/2) tau e_coord, g_y = sign g_x (vectorized)."""
+    return f_tilde(_u_prime(c, s, coord, sign, lam, tau), beta)
+
+
+def _u_prime(c, s, coord, sign, lam, tau):
+    """u' = |x' - y'|^2 / 2 after the noise step g_x = sqrt(lam/2) tau e_coord, g_y = sign g_x."""
     amp = np.sqrt(np.maximum(lam, 0.0) / 2.0) * tau     # a mode of variance 0 (rounded below 0) moves nothing
     ax = [c, s, np.zeros_like(c)]
     ay = [c, -s, np.zeros_like(c)]
@@ -98,7 +103,7 @@ def _u_after(c, s, beta, coord, sign, lam, tau):
     nb = np.sqrt(sum(v * v for v in ay))
     dn = -sum(di * (p + q) for di, p, q in zip(diff, ax, ay)) / (na + nb)      # nb - na
     dx = [di / na + q * dn / (na * nb) for di, q in zip(diff, ay)]           # x' - y'
-    return f_tilde(0.5 * sum(v * v for v in dx), beta)
+    return 0.5 * sum(v * v for v in dx)
 
 
 def generator_ratio(kf, d: int, beta: float, us, h: float = _H):
@@ -126,6 +131,37 @@ def generator_ratio(kf, d: int, beta: float, us, h: float = _H):
     r2 = (16.0 * r1[1] - r1[0]) / 15.0
     err = np.abs(r2 - r1[1]) + 1e-12 * scale + 1e-14 * np.abs(r2)
     return r2 / f0, err / f0
+
+
+def log_distance_drift(kf, d: int, us, h: float = _H):
+    """(drift of log|x - y| at rho = 1 - u, its numerical error) for one exact Gaussian layer: the
+    generator of F = (1/2) log u' by the same second differences (differences formed as log(u'/u)).
+    As u -> 0 it is the top Lyapunov exponent lambda_1 (docs/mathematics.md, section 8)."""
+    us = np.atleast_1d(np.asarray(us, dtype=float))
+    s = np.sqrt(us / 2.0)
+    c = np.sqrt(np.maximum(1.0 - us / 2.0, 0.0))
+    gap = np.asarray(kf.gap(us), dtype=float)
+    total = {0: np.zeros_like(us), 1: np.zeros_like(us), 2: np.zeros_like(us)}
+    scale = np.zeros_like(us)
+    for coord, mult in ((0, 1.0), (1, 1.0), (2, float(d - 2))):
+        if mult == 0.0:
+            continue
+        for sign, lam in ((1.0, 2.0 * kf.k0 - gap), (-1.0, gap)):
+            for k in range(3):
+                hk = h / 2 ** k
+                fp = 0.5 * np.log(_u_prime(c, s, coord, sign, lam, hk) / us)
+                fm = 0.5 * np.log(_u_prime(c, s, coord, sign, lam, -hk) / us)
+                total[k] = total[k] + 0.5 * mult * (fp + fm) / (hk * hk)
+                scale = np.maximum(scale, mult * (np.abs(fp) + np.abs(fm) + 1.0) / (hk * hk))
+    r1 = [(4.0 * total[k + 1] - total[k]) / 3.0 for k in range(2)]
+    r2 = (16.0 * r1[1] - r1[0]) / 15.0
+    return r2, np.abs(r2 - r1[1]) + 1e-14 * scale + 1e-14 * np.abs(r2)
+
+
+def edge_log_drift(kf, d: int) -> tuple[float, float]:
+    """lim_{u -> 0} of the layer's log-distance drift (lambda_1): at u = 1e-14, error including |r(4u) - r(u)|."""
+    r, e = log_distance_drift(kf, d, np.array([EDGE_U, 4.0 * EDGE_U]))
+    return float(r[0]), float(e[0] + e[1] + abs(r[1] - r[0]))
 
 
 def edge_ratio(kf, d: int, beta: float) -> tuple[float, float]:
@@ -186,9 +222,16 @@ def _energy(X, beta):
 
 @njit(cache=True)
 def _functional(X, kind, beta, avec):
-    """kind 0: ``_energy``; 1: (1/N) sum_i <a, x_i>; 2: (1/N) sum_i <a, x_i>^2 (the SPDE's test functions)."""
+    """kind 0: ``_energy``; 1: (1/N) sum_i <a, x_i>; 2: (1/N) sum_i <a, x_i>^2 (the SPDE's test functions);
+    3: log |x_0 - x_1| (the log-distance of the first two tokens)."""
     if kind == 0:
         return _energy(X, beta)
+    if kind == 3:
+        s = 0.0
+        for c in range(X.shape[1]):
+            t = X[0, c] - X[1, c]
+            s += t * t
+        return 0.5 * math.log(s)
     n, d = X.shape
     tot = 0.0
     for i in range(n):
@@ -211,7 +254,7 @@ def _initial_rate_kernel(X0, table, k0, beta, deltas, seeds, att, rtol, kind, av
     cv = np.zeros((P if n == 2 else 0, N_CONTROLS))
     status = np.zeros(P, np.int64)
     e0 = _functional(X0, kind, beta, avec)
-    norm = e0 if kind == 0 else 1.0
+    norm = e0 if kind == 0 else 1.0             # kind 3 (log-distance): acc is a difference of logs
     chunk = 512
     n_chunks = (P + chunk - 1) // chunk
     for b in prange(n_chunks):           # buffers once per chunk; paths depend on their seed only
@@ -274,18 +317,12 @@ def _controls(Zd, out):
 RICHARDSON = np.array([1.0, -6.0, 8.0]) / 3.0       # weights of A_0, A_1, A_2 (delta, delta/2, delta/4)
 
 
-def initial_rate_paths(X0, kf, beta: float, n_paths: int, seed: int, *, stream: int = 0,
-                       delta: float | None = None, attention=None) -> tuple[np.ndarray, np.ndarray]:
-    """(per-path Richardson estimates of d/dt log E[E_beta] at t = 0 from X0, per-path A_0, A_1, A_2,
-    per-path control variates (two tokens; an empty array otherwise)).
-
-    ``kf``: the kernel (its ``table`` and ``k0``); ``attention``: an ``attention.Attention``
-    (None: attention off).  Deterministic per path seed (``numeric.rng.path_seeds``)."""
+def _run(X0, kf, beta, n_paths, seed, stream, delta, attention, kind, avec):
+    """(per-path A_0, A_1, A_2, per-path control variates) of functional `kind` from X0 (see the kernel)."""
     from .attention import Attention
     from .fields import STATUS_OK as OK
     from .rng import path_seeds
     from ..errors import SimulationError
-    X0 = np.ascontiguousarray(X0, dtype=float)
     if attention is None:
         e = np.zeros((1, X0.shape[1], X0.shape[1]))
         attention = Attention(False, float(beta), e, e, e)
@@ -294,21 +331,36 @@ def initial_rate_paths(X0, kf, beta: float, n_paths: int, seed: int, *, stream: 
         delta = default_delta(float(kf.k0), X0.shape[1], float(beta), v)
     deltas = np.array([delta, delta / 2, delta / 4])
     A, status, cv = _initial_rate_kernel(X0, np.ascontiguousarray(kf.table), float(kf.k0), float(beta), deltas,
-                                         path_seeds(seed, n_paths, stream), attention, 1e-13, 0, np.zeros(1))
+                                         path_seeds(seed, n_paths, stream), attention, 1e-13, kind, avec)
     if np.any(status != OK):
         raise SimulationError(f"exact-layer rate: sampler status {int(status[status != OK][0])}")
+    return A, cv
+
+
+def initial_rate_paths(X0, kf, beta: float, n_paths: int, seed: int, *, stream: int = 0,
+                       delta: float | None = None, attention=None):
+    """(per-path Richardson estimates of d/dt log E[E_beta] at t = 0 from X0, per-path A_0, A_1, A_2,
+    per-path control variates (two tokens; an empty array otherwise)).
+
+    ``kf``: the kernel (its ``table`` and ``k0``); ``attention``: an ``attention.Attention``
+    (None: attention off).  Deterministic per path seed (``numeric.rng.path_seeds``)."""
+    X0 = np.ascontiguousarray(X0, dtype=float)
+    A, cv = _run(X0, kf, beta, n_paths, seed, stream, delta, attention, 0, np.zeros(1))
     return A @ RICHARDSON, A, cv
 
 
 def rate_estimate(X0, kf, beta: float, n_paths: int, seed: int, *, stream: int = 0, delta: float | None = None,
-                  attention=None) -> tuple[float, float, int]:
-    """(estimate, standard error, paths) of the initial rate d/dt log E[E_beta] from X0.
+                  attention=None, log_distance: bool = False) -> tuple[float, float, int]:
+    """(estimate, standard error, paths) of the initial rate d/dt log E[E_beta] from X0, or with
+    ``log_distance`` (two tokens) of d/dt E log |x_0 - x_1| (lambda_1 as the tokens' distance -> 0).
 
     Two tokens: the per-path Richardson values minus the control variates (``_controls``, mean 0)
     times coefficients fitted by least squares on the *other* half of the paths (cross-fitting:
     each half's coefficients are independent of the half they correct, so the estimate stays
     unbiased); the standard error is that of the corrected values.  Other N: the plain mean."""
-    R, _, cv = initial_rate_paths(X0, kf, beta, n_paths, seed, stream=stream, delta=delta, attention=attention)
+    X0 = np.ascontiguousarray(X0, dtype=float)
+    A, cv = _run(X0, kf, beta, n_paths, seed, stream, delta, attention, 3 if log_distance else 0, np.zeros(1))
+    R = A @ RICHARDSON
     if cv.shape[0] == 0 or R.size < 8 * N_CONTROLS:
         return float(R.mean()), float(R.std(ddof=1) / math.sqrt(R.size)), int(R.size)
     halves = (np.arange(R.size) % 2 == 0, np.arange(R.size) % 2 == 1)
@@ -330,24 +382,10 @@ def initial_functional_rate_paths(X0, kf, functional: str, n_paths: int, seed: i
     shared and antithetic noise as :func:`initial_rate_paths`, for F = "energy" (sum_{i<j} f~(u_ij)),
     "linear" ((1/N) sum_i <a, x_i>) or "quadratic" ((1/N) sum_i <a, x_i>^2): the evidence of the
     ``spde_weak_form`` claim.  Returns (estimates, per-path A_0, A_1, A_2)."""
-    from .attention import Attention
-    from .fields import STATUS_OK as OK
-    from .rng import path_seeds
-    from ..errors import SimulationError
     X0 = np.ascontiguousarray(X0, dtype=float)
     kind = FUNCTIONALS[functional]
     avec = np.zeros(X0.shape[1]) if a is None else np.ascontiguousarray(a, dtype=float)
-    if attention is None:
-        e = np.zeros((1, X0.shape[1], X0.shape[1]))
-        attention = Attention(False, float(beta), e, e, e)
-    if delta is None:
-        v = 0.0 if not attention.on else float(np.abs(attention.Vt).sum(axis=0).max(initial=0.0))
-        delta = default_delta(float(kf.k0), X0.shape[1], float(beta), v)
-    deltas = np.array([delta, delta / 2, delta / 4])
-    A, status, _ = _initial_rate_kernel(X0, np.ascontiguousarray(kf.table), float(kf.k0), float(beta), deltas,
-                                        path_seeds(seed, n_paths, stream), attention, 1e-13, kind, avec)
-    if np.any(status != OK):
-        raise SimulationError(f"exact-layer rate: sampler status {int(status[status != OK][0])}")
+    A, _ = _run(X0, kf, beta, n_paths, seed, stream, delta, attention, kind, avec)
     if kind == 0:                 # the kernel returns the energy's log-rate: undo the normalisation
         A = A * _energy(X0, float(beta))
     return A @ RICHARDSON, A
@@ -364,6 +402,6 @@ def two_tokens(d: int, u: float) -> np.ndarray:
 
 
 __all__ = ["f_tilde", "generator_ratio", "edge_ratio", "sup_ratio", "initial_rate_paths", "rate_estimate",
-           "two_tokens",
+           "two_tokens", "log_distance_drift", "edge_log_drift",
            "initial_functional_rate_paths", "FUNCTIONALS",
            "RICHARDSON", "GRID_U", "EDGE_U", "default_delta"]
