@@ -135,7 +135,7 @@ CLAIM = Claim(
     level=0.999,
     tolerance="|difference| <= 0.06 / L (O(1/L) weak error of the layer maps)",
     budgets={"quick": {"depth": 32, "paths": 8_000, "widths": (2, 16), "c_bias": 0.06,
-                       "table": {"depths": (8, 16, 32), "widths": (16, 64, 256), "n_fine": 256, "paths": 300}},
+                       "table": {"depths": (8, 16, 32), "widths": (16, 64, 256), "n_fine": 256, "paths": 150}},
              "full": {"depth": 128, "paths": 100_000, "widths": (2, 16, 128), "c_bias": 0.06,
                       "table": {"depths": (8, 16, 32, 64), "widths": (16, 64, 256, 1024), "n_fine": 512,
                                 "paths": 1000}}},
