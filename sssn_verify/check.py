@@ -51,6 +51,10 @@ SIGMAS = ("sigma_w", "sigma_b", "sigma_a")
 
 #: cheap examples (candidate vs derivation) of the search, by default (``check --explore N``)
 DEFAULT_EXAMPLES = 60
+#: ... for an activation whose kernel goes through quadrature (each new (sigma_w, sigma_b) builds
+#: a kernel table, ~0.3-1 s): fewer examples and shrinking evaluations keep a check near a minute
+DEFAULT_EXAMPLES_QUADRATURE = 16
+MAX_SHRINK_EVALS_QUADRATURE = 24
 #: at most this many evidence runs screen points per check (Monte Carlo evidence)
 MAX_SCREENS = 5
 #: ... when the evidence is deterministic (no false alarm to control: a longer shrink)
@@ -246,6 +250,11 @@ def judge_point(claim, cand: Candidate, point: dict[str, Any], seed: int, level:
     return _PointTest(dict(point), r, ev, cand_value, derived, seed, undefined)
 
 
+def _closed_form(activation: str) -> bool:
+    from .numeric.kernels import kernel
+    return kernel(activation, 1.0, 0.5, 1.0).method == "closed form"
+
+
 def _key(point: dict[str, Any]) -> tuple:
     return tuple(sorted(point.items()))
 
@@ -267,13 +276,14 @@ def search(claim, cand: Candidate, activation: str, given: dict[str, Any], *, se
     order: list[tuple] = []
     points: dict[tuple, dict] = {}
     state = {"failed": [], "screens": 0, "cap": MAX_SCREENS, "shrink_evals": 0, "notes": []}
+    max_shrink_evals = MAX_SHRINK_EVALS if _closed_form(activation) else MAX_SHRINK_EVALS_QUADRATURE
     screens: dict[tuple, _PointTest] = {}
 
     def score(point) -> float | None:
         key = _key(point)
         if key not in scores:
             if state["failed"]:
-                if state["shrink_evals"] >= MAX_SHRINK_EVALS:
+                if state["shrink_evals"] >= max_shrink_evals:
                     return None                  # shrinking budget spent: treated as passing
                 state["shrink_evals"] += 1
             scores[key] = discrepancy(cc, cand, point)
@@ -343,8 +353,8 @@ def search(claim, cand: Candidate, activation: str, given: dict[str, Any], *, se
     if not state["failed"] and screen(best_key if best >= AGREE else admissible[0]):
         state["failed"].append(best_key if best >= AGREE else admissible[0])
         state["notes"].append("rejected at the chosen point; not shrunk")
-    if state["failed"] and state["shrink_evals"] >= MAX_SHRINK_EVALS:
-        state["notes"].append(f"shrinking stopped after {MAX_SHRINK_EVALS} evaluations")
+    if state["failed"] and state["shrink_evals"] >= max_shrink_evals:
+        state["notes"].append(f"shrinking stopped after {max_shrink_evals} evaluations")
     confirmations = []
     decided = None
     for key in dict.fromkeys([state["failed"][-1], state["failed"][0]] if state["failed"] else []):
@@ -380,7 +390,8 @@ def check_candidate(claim: str, candidate: str, *, activation: str = "relu", d: 
                     sigma_a: float | None = None, beta: float | None = None, rho: float | None = None,
                     seed: int = 0, level: float = 0.999, explore: int | None = None) -> CheckOutcome:
     """Test `candidate` for `claim` against the claim's own evidence (see the module docstring);
-    `explore` is the number of examples of the search (default :data:`DEFAULT_EXAMPLES`)."""
+    `explore` is the number of examples of the search (default :data:`DEFAULT_EXAMPLES`, or
+    :data:`DEFAULT_EXAMPLES_QUADRATURE` for an activation without a closed-form kernel)."""
     from .activations import get_activation
     the_claim = _claim(claim)
     cc = the_claim.candidate
@@ -392,7 +403,10 @@ def check_candidate(claim: str, candidate: str, *, activation: str = "relu", d: 
         act = cc.activation
     seed = check_int("seed", seed, 0)
     level = check_real("level", level, 0.5, maximum=1.0 - 1e-12)
-    n_examples = DEFAULT_EXAMPLES if explore is None else check_int("explore", explore, 1)
+    if explore is None:
+        n_examples = DEFAULT_EXAMPLES if _closed_form(act) else DEFAULT_EXAMPLES_QUADRATURE
+    else:
+        n_examples = check_int("explore", explore, 1)
     given = {"d": None if d is None else check_int("d", d, 2),
              "sigma_w": None if sigma_w is None else check_real("sigma_w", sigma_w, 0.0),
              "sigma_b": None if sigma_b is None else check_real("sigma_b", sigma_b, 0.0),

@@ -31,7 +31,8 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo evidence")
     p.add_argument("--level", type=float, default=0.999, help="confidence level of the test")
     p.add_argument("--explore", type=int, metavar="N", default=None,
-                   help="examples of the parameter search (default 60; reproducible from --seed)")
+                   help="examples of the parameter search (default 60, 16 for activations whose kernel needs "
+                        "quadrature; reproducible from --seed)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     # None = not given: the checker then chooses the parameters
     p.set_defaults(func=run, d=None, sigma_w=None, sigma_b=None, sigma_a=None, beta=None)
