@@ -426,6 +426,21 @@ def _example_seed(seed: int, name: str, config: tuple, stage: str) -> int:
     return int.from_bytes(h[:4], "little") >> 1
 
 
+def domain_text(strategy) -> str:
+    """A claim's domain in words (``d in [2, 6]; activation in {relu, tanh}``) from the ranges
+    ``strategies.claim_configs`` records, else the strategy's repr."""
+    spec = getattr(strategy, "spec", None)
+    if not spec:
+        return repr(strategy)
+    parts = []
+    for name, v in spec.items():
+        if all(isinstance(x, str) for x in v):
+            parts.append(f"{name} in {{{', '.join(v)}}}" if len(v) > 1 else f"{name} = {v[0]}")
+        else:
+            parts.append(f"{name} = {v[0]:g}" if v[0] == v[1] else f"{name} in [{v[0]:g}, {v[1]:g}]")
+    return "; ".join(parts)
+
+
 def example_pvalue(result) -> float:
     """One p-value per example: Bonferroni over its statistical checks; 0 if a deterministic
     check failed (exact algebra or quadrature beyond its stated tolerance)."""
@@ -561,7 +576,7 @@ def explore_claim(name: str, n_examples: int, *, mode: str = "quick", seed: int 
                    **{k: cache[state["last"]].get(k) for k in ("pvalue", "confirm_pvalue", "headline")}}
         if state["shrinks"] >= max_shrinks:
             notes.append(f"shrinking stopped after {max_shrinks} new configurations")
-    return Exploration(name, repr(claim.domain), n_examples, screen_level, confirm_level, examples,
+    return Exploration(name, domain_text(claim.domain), n_examples, screen_level, confirm_level, examples,
                        counter, time.perf_counter() - t0, notes, tuple(getattr(claim.domain, "fields", ())))
 
 
@@ -604,12 +619,13 @@ class SuiteExploration:
 
     def table(self) -> str:
         """One line per claim, then one per example."""
-        lines = [f"{'claim':18s} {'examples':>8s} {'verdict':>8s}  minimal counterexample"]
+        w = max([18, *(len(e.claim) for e in self.explorations), *(len(n) for n in self.skipped)])
+        lines = [f"{'claim':{w}s} {'examples':>8s} {'verdict':>8s}  minimal counterexample"]
         for e in self.explorations:
             c = e.counterexample
-            lines.append(f"{e.claim:18s} {len(e.examples):8d} {'PASS' if e.passed else 'FAIL':>8s}  "
+            lines.append(f"{e.claim:{w}s} {len(e.examples):8d} {'PASS' if e.passed else 'FAIL':>8s}  "
                          f"{'-' if c is None else tuple(c['shrunk'])}")
-        lines += [f"{name:18s} {'-':>8s} {'skipped':>8s}  ({why})" for name, why in self.skipped.items()]
+        lines += [f"{name:{w}s} {'-':>8s} {'skipped':>8s}  ({why})" for name, why in self.skipped.items()]
         lines.append(self.familywise_text)
         return "\n".join(lines)
 
