@@ -69,7 +69,8 @@ def test_subnormal_beta_is_the_beta_zero_limit():
 
 
 def test_richardson_removes_the_step_bias_and_threads_do_not_matter():
-    kf = independent_kernel("relu", 1.0, 1.0, 1.0)
+    from sssn_verify.numeric.kernels import kernel
+    kf = kernel("relu", 1.0, 1.0, 1.0)                  # the model's field (its table is what the engine samples)
     X = lr.two_tokens(9, 2.0)                     # rho* = -1 at beta = 3
     target = float(lr.generator_ratio(kf, 9, 3.0, np.array([2.0]))[0][0])
     old = numba.get_num_threads()

@@ -103,7 +103,7 @@ def check(formula: Characterization, budget: dict, seed: int, level: float):
     parts = []
     for i, (act, d, sw, sb) in enumerate(MC[: int(budget["n_mc"])]):
         edge, _ = predicted(formula, act, d, sw, sb, 1.0, 0.0)
-        kf = independent_kernel(act, sw, sb, 1.0)
+        kf = numeric_kernel(act, sw, sb, 1.0)       # the Monte Carlo samples the model's own field
         x0 = near_synchronized(8, d, 0.01, seed + 13 * i)
         m, se, n = rate_estimate(x0, kf, 0.0, int(budget["paths"]), seed, stream=300 + i)
         parts.append(agreement_test(f"{act} d={d} sb={sb}: energy {'decays' if edge else 'grows'}",

@@ -7,7 +7,8 @@ transformer (m = infinity, attention optional),
 
     x_i' = Pi(y_i + s G(y_i)),   s = sqrt(delta),   E[G(x) G(y)^T] = K(<x, y>) I_d,
 
-and the kernel K (by quadrature: ``numeric.kernels.kernel(..., force_quadrature=True)``), with
+and the kernel K (the deterministic evidence: by quadrature, ``quadrature_kernel``; the Monte Carlo:
+the models' kernel, ``numeric.kernels.kernel``, as the engine samples it), with
 ``f~(u) = (1 - e^{-beta u}) / beta`` (``u`` at beta = 0), ``u = 1 - rho``: ``f = e^beta beta f~``,
 so every ratio below is the ratio for ``f`` itself.
 
@@ -82,6 +83,37 @@ def f_tilde(u, beta: float):
     with np.errstate(invalid="ignore", divide="ignore"):
         h = np.where(x > 0, -np.expm1(-x) / np.where(x > 0, x, 1.0), 1.0)
     return u * h
+
+
+class _HomogeneousKernel:
+    """K for a positively 1-homogeneous activation (ReLU, leaky ReLU) from ONE quadrature table J (sigma_w = 1,
+    sigma_b = 0, sigma_a = 1): with S = sw^2 + sb^2, K(rho) = sa^2 S J(r), 1 - r = sw^2 (1 - rho) / S, so
+    k0 = sa^2 S J(1), k1 = sa^2 sw^2 J'(1), gap(u) = sa^2 S J_gap(sw^2 u / S) (a property of the
+    activation, not a derived formula; a new (sw, sb) then costs nothing instead of a quadrature table)."""
+
+    def __init__(self, unit, sw: float, sb: float, sa: float):
+        self.unit, self.sw2, self.S, self.sa2 = unit, sw * sw, sw * sw + sb * sb, sa * sa
+        self.k0 = self.sa2 * self.S * unit.k0
+        self.k1 = self.sa2 * self.sw2 * unit.k1
+
+    def gap(self, u):
+        return self.sa2 * self.S * np.asarray(self.unit.gap(np.minimum(self.sw2 * np.asarray(u, dtype=float) / self.S,
+                                                                       2.0)), dtype=float)
+
+
+def quadrature_kernel(activation, sigma_w: float, sigma_b: float, sigma_a: float):
+    """k0, k1 and the stable gap of K by quadrature, never from a derived closed form (the deterministic
+    evidence): the package's kernel where it is a quadrature already, one homogeneity-scaled table for
+    ReLU-like activations (sigma_w > 0), else ``force_quadrature``."""
+    from ..activations import get_activation
+    from .kernels import kernel
+    name = get_activation(activation).name
+    kf = kernel(name, sigma_w, sigma_b, sigma_a)
+    if kf.method == "quadrature":
+        return kf
+    if (name == "relu" or name.startswith("leaky_relu")) and sigma_w > 0:
+        return _HomogeneousKernel(kernel(name, 1.0, 0.0, 1.0, force_quadrature=True), sigma_w, sigma_b, sigma_a)
+    return kernel(name, sigma_w, sigma_b, sigma_a, force_quadrature=True)
 
 
 def _u_after(c, s, beta, coord, sign, lam, tau):
@@ -402,6 +434,6 @@ def two_tokens(d: int, u: float) -> np.ndarray:
 
 
 __all__ = ["f_tilde", "generator_ratio", "edge_ratio", "sup_ratio", "initial_rate_paths", "rate_estimate",
-           "two_tokens", "log_distance_drift", "edge_log_drift",
+           "two_tokens", "log_distance_drift", "edge_log_drift", "quadrature_kernel",
            "initial_functional_rate_paths", "FUNCTIONALS",
            "RICHARDSON", "GRID_U", "EDGE_U", "default_delta"]
