@@ -141,6 +141,8 @@ class CheckOutcome:
     counterexample: dict[str, Any] | None = None   # the shrunk parameters where the candidate fails
     search: dict[str, Any] | None = None            # the hypothesis search (None: the user fixed every axis)
     details: dict[str, Any] = field(default_factory=dict)
+    min_detectable: float | None = None   # power: smallest relative error rejected w.p. `power`
+    power: float = 0.9
 
     def to_dict(self) -> dict[str, Any]:
         return _jsonable(asdict(self))
@@ -437,6 +439,7 @@ def check_candidate(claim: str, candidate: str, *, activation: str = "relu", d: 
                         level=level, pvalue=r.pvalue, tolerance=r.tolerance, n=t.evidence.n,
                         seed=t.seed if r.pvalue is not None else None, method=t.evidence.method,
                         chosen=chosen, counterexample=counter, search=record,
+                        min_detectable=r.min_detectable, power=r.power,
                         details={"ci": list(r.ci) if r.ci else None, "candidate_sympy": sp.sstr(cand.expr),
                                  "test_level": r.level, **info})
 

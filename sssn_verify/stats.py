@@ -7,6 +7,13 @@ the test's level, sample size and seed, and a p-value for the null hypothesis
 controls the family-wise false-alarm probability over all checks it ran with
 Holm's step-down procedure (:func:`holm`), reporting the Bonferroni bound too.
 
+Power: every check states the smallest *relative* error of the expected value it detects,
+``min_detectable``: for a test at level ``1 - alpha`` with standard error ``se`` and tolerance
+``tol``, ``(tol + (z_{1-alpha/2} + z_{POWER}) se) / |expected|`` (``z_{1-alpha}`` one-sided):
+an error of that size is rejected with probability ``POWER`` (0.9); for a deterministic check
+``tol / |expected|`` (rejected surely beyond it).  :func:`min_detectable` computes it;
+``CheckResult.power`` records the probability it refers to.
+
 Tolerance policy (:func:`agreement_test`): the null hypothesis is the interval
 ``|E[estimate] - expected| <= tol`` with ``tol = abs_tol + rel_tol |expected|``,
 the allowance for a known deterministic bias (time step, quadrature); the
@@ -27,6 +34,8 @@ from .errors import ParameterError
 from .params import check_int, check_real
 
 ALTERNATIVES = ("two-sided", "greater", "less")
+#: the probability of rejection at which a check's minimal detectable error is stated
+POWER = 0.9
 
 
 def _check_level(level: float) -> float:
@@ -76,6 +85,8 @@ class CheckResult:
     ``level`` (the confidence level; the test's false-alarm probability is
     ``1 - level``).  ``pvalue`` is the p-value of the null "the derived formula is
     right" (None for deterministic checks, which pass or fail on their tolerance).
+    ``min_detectable`` is the check's power: the smallest relative error of ``expected``
+    it rejects with probability ``power`` (see :func:`min_detectable`; None if unknown).
     """
 
     name: str
@@ -93,6 +104,8 @@ class CheckResult:
     alternative: str = "two-sided"
     method: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    min_detectable: float | None = None
+    power: float = POWER
 
     @property
     def stochastic(self) -> bool:
@@ -104,7 +117,12 @@ class CheckResult:
         if self.pvalue is None:
             return self
         level = _check_level(level)
-        return _replace(self, level=level, passed=bool(self.pvalue >= 1.0 - level))
+        mde = self.min_detectable
+        if mde is not None and self.stderr is not None and self.expected is not None:
+            # rescaled at the new level (normal quantiles: exact for z-tests, the large-df limit otherwise)
+            mde = min_detectable(self.stderr, self.expected, level, tol=self.tolerance,
+                                 alternative=self.alternative, power=self.power)
+        return _replace(self, level=level, passed=bool(self.pvalue >= 1.0 - level), min_detectable=mde)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -173,6 +191,36 @@ def batch_means(series, n_batches: int = 20, level: float = 0.95) -> MeanEstimat
     return MeanEstimate(est.mean, est.stderr, est.df, int(b * size), est.ci, level)
 
 
+# ----------------------------------------------------------------------------- power
+def min_detectable(stderr: float, expected: float, level: float, *, tol: float = 0.0,
+                   alternative: str = "two-sided", power: float = POWER, df: float | None = None,
+                   tests: int = 1) -> float | None:
+    """The smallest relative error ``|mu - expected| / |expected|`` rejected with probability
+    ``power`` by a test at ``level`` (Bonferroni over ``tests`` such tests):
+    ``(tol + (q_{1-alpha'} + q_{power}) stderr) / |expected|``, ``alpha' = (1 - level)/tests``
+    (halved for two-sided tests), q the normal (or Student-t, ``df``) quantile.  None when
+    ``expected`` is 0 or not finite (no relative scale)."""
+    level = _check_level(level)
+    if expected is None or stderr is None:
+        return None
+    expected, stderr = float(expected), float(stderr)
+    if not (math.isfinite(expected) and expected != 0.0 and math.isfinite(stderr)):
+        return None
+    alpha = (1.0 - level) / max(1, int(tests))
+    if _check_alternative(alternative) == "two-sided":
+        alpha /= 2
+    dist = _st.norm if df is None or not math.isfinite(df) else _st.t(df)
+    return float((tol + (dist.isf(alpha) + dist.ppf(power)) * stderr) / abs(expected))
+
+
+def power_text(check: "CheckResult") -> str:
+    """'detects >= 0.52 % (prob. 0.9)' (or 'power unknown'), for the CLI and reports."""
+    m = check.min_detectable
+    if m is None or not math.isfinite(m):
+        return "power unknown"
+    return f"detects >= {100 * m:.2g} % (prob. {check.power:g})"
+
+
 # ----------------------------------------------------------------------------- tests
 
 def _pvalue(stat: float, alternative: str, df: float | None) -> float:
@@ -223,7 +271,9 @@ def agreement_test(name: str, estimate: float, stderr: float, expected: float, *
                        ci=ci, expected=expected, level=level, n=int(n), seed=seed, pvalue=p,
                        statistic=float(stat), tolerance=tol, alternative=alternative,
                        method=method or ("z-test" if df is None else f"t-test (df={df:g})"),
-                       details=dict(details or {}))
+                       details=dict(details or {}),
+                       min_detectable=min_detectable(stderr, expected, level, tol=tol,
+                                                     alternative=alternative, df=df))
 
 
 def z_test(name: str, estimate: float, stderr: float, expected: float, **kw) -> CheckResult:
@@ -253,9 +303,11 @@ def deterministic_check(name: str, value: float, expected: float, *, tol: float,
     ok = bool(abs(value - expected) <= tol) if math.isfinite(value) and math.isfinite(expected) \
         else bool(value == expected)
     err = tol if error is None else float(error)
+    mde = tol / abs(expected) if math.isfinite(expected) and expected != 0.0 else None
     return CheckResult(name=name, passed=ok, estimate=value, stderr=err,
                        ci=(value - err, value + err), expected=expected, level=level, n=int(n),
-                       tolerance=tol, method=method, details=dict(details or {}))
+                       tolerance=tol, method=method, details=dict(details or {}),
+                       min_detectable=mde, power=1.0)
 
 
 # ----------------------------------------------------------------------------- slopes
@@ -449,7 +501,7 @@ def familywise_bound(alphas: Sequence[float]) -> float:
 
 
 __all__ = [
-    "CheckResult", "Verdict", "MeanEstimate", "SlopeFit", "normal_ci", "t_ci", "mean_ci",
+    "CheckResult", "Verdict", "POWER", "min_detectable", "power_text", "MeanEstimate", "SlopeFit", "normal_ci", "t_ci", "mean_ci",
     "batch_means", "agreement_test", "z_test", "t_test", "deterministic_check", "linear_fit",
     "loglog_slope", "path_bootstrap_loglog_slope", "slope_test", "bonferroni", "holm", "holm_adjusted", "familywise_bound",
 ]

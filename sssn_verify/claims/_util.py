@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..stats import CheckResult
+from ..stats import CheckResult, min_detectable
 
 
 def combine(name: str, parts: Sequence[CheckResult], level: float, *, method: str = "",
@@ -15,21 +15,27 @@ def combine(name: str, parts: Sequence[CheckResult], level: float, *, method: st
 
     The reported estimate/CI/expected are those of the sub-test with the smallest
     p-value (the worst agreement); every sub-test is listed in ``details['points']``.
-    Valid under any dependence between the sub-tests.
+    Valid under any dependence between the sub-tests.  Power: each sub-test's minimal
+    detectable relative error at level ``1 - (1 - level)/k``; the combined check's is the
+    smallest of them (a formula off by that much everywhere is rejected by that sub-test).
     """
     parts = list(parts)
     k = len(parts)
     worst = min(parts, key=lambda c: c.pvalue if c.pvalue is not None else 1.0)
     p = min(1.0, k * min(c.pvalue for c in parts))
+    mdes = [min_detectable(c.stderr, c.expected, level, tol=c.tolerance, alternative=c.alternative,
+                           tests=k) for c in parts]
     pts = [{"name": c.name, "estimate": c.estimate, "stderr": c.stderr, "expected": c.expected,
-            "pvalue": c.pvalue, "tolerance": c.tolerance} for c in parts]
+            "pvalue": c.pvalue, "tolerance": c.tolerance, "min_detectable": m} for c, m in zip(parts, mdes)]
+    known = [m for m in mdes if m is not None]
     return CheckResult(name=name, passed=bool(p >= 1.0 - level), estimate=worst.estimate,
                        stderr=worst.stderr, ci=worst.ci, expected=worst.expected, level=level,
                        n=sum(c.n for c in parts), seed=worst.seed, pvalue=p,
                        statistic=worst.statistic, tolerance=worst.tolerance,
                        alternative=worst.alternative,
                        method=method or f"Bonferroni over {k} sub-tests ({worst.method})",
-                       details={"worst": worst.name, "points": pts, **(details or {})})
+                       details={"worst": worst.name, "points": pts, **(details or {})},
+                       min_detectable=min(known) if known else None)
 
 
 def all_deterministic(name: str, parts: Sequence[CheckResult], *, method: str = "",
@@ -44,11 +50,13 @@ def all_deterministic(name: str, parts: Sequence[CheckResult], *, method: str = 
 
     worst = max(parts, key=badness)
     pts = [{"name": c.name, "estimate": c.estimate, "expected": c.expected, "tolerance": c.tolerance,
-            "passed": c.passed} for c in parts]
+            "passed": c.passed, "min_detectable": c.min_detectable} for c in parts]
+    known = [c.min_detectable for c in parts if c.min_detectable is not None]
     return CheckResult(name=name, passed=all(c.passed for c in parts), estimate=worst.estimate,
                        stderr=worst.stderr, ci=worst.ci, expected=worst.expected, level=worst.level,
                        n=len(parts), tolerance=worst.tolerance, method=method or worst.method,
-                       details={"worst": worst.name, "points": pts, **(details or {})})
+                       details={"worst": worst.name, "points": pts, **(details or {})},
+                       min_detectable=min(known) if known else None, power=1.0)
 
 
 def configs(budget: dict, anchors: Sequence, n_key: str = "n_configs") -> Sequence:

@@ -52,6 +52,7 @@ class ClaimResult:
     statistic: str = ""
     tolerance: str = ""
     derived_kind: str = "sympy"
+    power: str = ""
 
     @property
     def passed(self) -> bool:
@@ -79,8 +80,19 @@ class ClaimResult:
             "level": self.level, "mode": self.mode, "seed": self.seed,
             "seconds": round(self.seconds, 3), "budget": self.budget, "notes": self.notes,
             "statistic": self.statistic, "tolerance": self.tolerance,
+            "power": self.power_summary(),
             "checks": [c.to_dict() for c in self.checks],
         })
+
+    def power_summary(self) -> dict[str, Any]:
+        """The claim's power: its design statement and, per check, the smallest relative error of
+        the formula it rejects (with probability ``power`` at its level; deterministic checks:
+        surely); ``min_detectable`` is the smallest over the checks (a formula off by that much
+        is rejected by at least that check)."""
+        per = {c.name: {"min_detectable": c.min_detectable, "power": c.power} for c in self.checks}
+        known = [c.min_detectable for c in self.checks if c.min_detectable is not None]
+        return {"designed": self.power, "min_detectable": min(known) if known else None,
+                "checks": per}
 
 
 @dataclass(frozen=True)
@@ -115,7 +127,8 @@ class CandidateCheck:
     * ``domain``: the search ranges of ``check`` per axis, ``{axis: (low, high)}`` (default: the
       claim's ``domain`` where it declares the axis, else ``check.FALLBACK_RANGES``);
     * ``aliases``: older names of the claim for ``check`` (e.g. ``lambda1`` for ``lyapunov``);
-    * ``activation``: the one activation the closed form is about (e.g. ``relu``), else None.
+    * ``activation``: the one activation the closed form is about (e.g. ``relu``), else None;
+    * ``description``: what the evidence is, in words (``check --help`` prints it).
     """
 
     variables: tuple[str, ...]
@@ -127,6 +140,7 @@ class CandidateCheck:
     domain: dict[str, tuple] | None = None
     aliases: tuple[str, ...] = ()
     activation: str | None = None
+    description: str = ""
 
 
 @dataclass(frozen=True)
@@ -155,6 +169,9 @@ class Claim:
     derived_kind: str = "sympy"
     # how `check` tests a user's formula for this claim (None: no closed-form result to check)
     candidate: CandidateCheck | None = None
+    # the smallest error the checks are designed to detect, in words (each check's achieved
+    # minimal detectable error is in its CheckResult.min_detectable)
+    power: str = ""
 
     def __post_init__(self):
         if self.derived_kind not in ("sympy", "stated"):
@@ -198,10 +215,11 @@ class Claim:
             derived = f"<derivation failed: {exc}>"
         return ClaimResult(self.name, self.title, self.statement, derived, list(checks), mode,
                            seed, lvl, time.perf_counter() - t0, budget=b, statistic=self.statistic,
-                           tolerance=self.tolerance, derived_kind=self.derived_kind)
+                           tolerance=self.tolerance, derived_kind=self.derived_kind, power=self.power)
 
     def describe(self) -> dict[str, Any]:
         """The declaration (no computation): for `verify --list` and the report."""
         return {"name": self.name, "title": self.title, "statement": self.statement,
                 "derivation": self.derivation, "statistic": self.statistic, "level": self.level,
-                "tolerance": self.tolerance, "budgets": self.budgets, "derived_kind": self.derived_kind}
+                "tolerance": self.tolerance, "budgets": self.budgets, "derived_kind": self.derived_kind,
+                "power": self.power}

@@ -76,7 +76,7 @@ from .observables import half_sq_dist
 # an edit of fields.py would leave a model's cached kernels stale.  The engine's numba
 # modules (the core ones below and every model module) therefore share one digest; when it
 # changes their cache files are removed, and the generated kernels get new names.
-ENGINE_MODULES = ("fields", "observables", "kernels", "sphere", "attention", "driver")
+ENGINE_MODULES = ("fields", "observables", "kernels", "sphere", "attention", "driver", "one_step")
 
 
 def _engine_files() -> list[Path]:
