@@ -81,6 +81,18 @@ def checkable() -> dict[str, str]:
     return out
 
 
+def evidence_descriptions() -> dict[str, str]:
+    """Claim (with its aliases) -> what its `check` evidence is, from the claim's CandidateCheck."""
+    from .claims import CLAIMS
+    out = {}
+    for name, claim in CLAIMS.items():
+        cc = claim.candidate
+        if cc is not None:
+            label = name + "".join(f" (alias {a})" for a in cc.aliases)
+            out[label] = cc.description or "(not described by the claim)"
+    return out
+
+
 def _claim(name: str):
     from .claims import CLAIMS
     names = checkable()
@@ -444,5 +456,5 @@ def check_candidate(claim: str, candidate: str, *, activation: str = "relu", d: 
                                  "test_level": r.level, **info})
 
 
-__all__ = ["check_candidate", "parse_candidate", "search", "search_ranges", "discrepancy", "judge_point",
+__all__ = ["check_candidate", "parse_candidate", "evidence_descriptions", "search", "search_ranges", "discrepancy", "judge_point",
            "checkable", "values_at", "Candidate", "CheckOutcome", "DEFAULT_EXAMPLES", "MAX_SCREENS"]

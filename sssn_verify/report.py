@@ -90,18 +90,30 @@ def estimate_text(c: CheckResult) -> str:
     return _fmt(c.estimate)
 
 
+def power_cell(m) -> str:
+    """A minimal detectable relative error as a percentage ('-' when unknown)."""
+    return "-" if m is None else f"{100 * float(m):.2g} %"
+
+
+def claim_power(r) -> float | None:
+    """The smallest minimal detectable relative error over a claim's checks (None if none is known)."""
+    known = [c.min_detectable for c in r.checks if getattr(c, "min_detectable", None) is not None]
+    return min(known) if known else None
+
+
 def _kind(r) -> str:
     return getattr(r, "derived_kind", "sympy") or "sympy"
 
 
 def table(suite) -> str:
-    """Plain-text table: claim, derived result, estimate [CI], expected, verdict, time."""
-    rows = [("claim", "derived result", "estimate [CI]", "expected", "verdict", "time")]
+    """Plain-text table: claim, derived result, estimate [CI], expected, verdict, power (the smallest
+    relative error of the formula one of its checks rejects with probability 0.9), time."""
+    rows = [("claim", "derived result", "estimate [CI]", "expected", "verdict", "detects", "time")]
     for r in suite.results:
         h = r.headline
         derived = r.derived if _kind(r) == "sympy" else f"(stated) {r.derived}"
         rows.append((r.name, _short(derived, 42), estimate_text(h), _fmt(h.expected),
-                     "PASS" if r.passed else "FAIL", f"{r.seconds:.1f}s"))
+                     "PASS" if r.passed else "FAIL", power_cell(claim_power(r)), f"{r.seconds:.1f}s"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for j, row in enumerate(rows):
@@ -113,6 +125,8 @@ def table(suite) -> str:
     lines.append(f"{n_pass}/{len(suite.results)} claims passed in {suite.seconds:.1f}s "
                  f"(mode {suite.mode}, seed {suite.seed})")
     lines.append(suite.familywise_text)
+    lines.append("detects: the smallest relative error of the formula that one of the claim's checks rejects "
+                 "(probability 0.9 at its level; surely for deterministic checks)")
     for name, why in getattr(suite, "unavailable", {}).items():
         lines.append(f"not run: {name} ({_short(why, 80)})")
     return "\n".join(lines)
@@ -209,6 +223,7 @@ def report_data(suite, figures: dict[str, list[dict[str, str]]] | None = None,
         c.setdefault("derived_kind", "sympy")
         c.setdefault("statistic", "")
         c.setdefault("tolerance", "")
+        c.setdefault("power", None)
         c["configuration"] = claim_configuration(c["name"])
     out["figures"] = figures or {}
     out["summary_figure"] = summary
@@ -273,13 +288,16 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
     if data.get("summary_figure"):
         lines += ["## Summary", "", f"![every check, standardized]({data['summary_figure']['png']})", ""]
     lines += ["## Claims", "",
-              "| claim | result | estimate [CI] | expected | verdict | time |",
-              "| --- | --- | --- | --- | --- | --- |"]
+              "| claim | result | estimate [CI] | expected | verdict | detects | time |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in suite.results:
         h = r.headline
         lab = "" if _kind(r) == "sympy" else "(stated) "
         lines.append(f"| {r.name} | {lab}`{_cell(_short(r.derived, 60))}` | {estimate_text(h)} | "
-                     f"{_fmt(h.expected)} | {'PASS' if r.passed else 'FAIL'} | {r.seconds:.1f}s |")
+                     f"{_fmt(h.expected)} | {'PASS' if r.passed else 'FAIL'} | {power_cell(claim_power(r))} | "
+                     f"{r.seconds:.1f}s |")
+    lines += ["", "*detects*: the smallest relative error of the formula that one of the claim's checks "
+                  "rejects, with probability 0.9 at its level (surely, for a deterministic check)."]
     for name, why in getattr(suite, "unavailable", {}).items():
         lines.append(f"\nNot run: `{name}` ({why}).")
     by_name = {c["name"]: c for c in data["claims"]}
@@ -289,18 +307,19 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
                   _derived_md(r), "",
                   f"**Statistic.** {c.get('statistic') or '-'}", "",
                   f"**Tolerance policy.** {c.get('tolerance') or '-'}", "",
+                  f"**Power.** {(c.get('power') or {}).get('designed') or '-'}", "",
                   f"Confidence level of each check {r.level}; budget `{json.dumps(r.budget, default=str)}`.", ""]
         if c.get("configuration"):
             lines += [f"Checker configuration: `{json.dumps(c['configuration'])}`.", ""]
-        lines += ["| check | estimate [CI] | expected | tol | p-value | Holm p | n | seed | method | verdict |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += ["| check | estimate [CI] | expected | tol | p-value | Holm p | n | seed | method | verdict | detects |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for chk in r.checks:
             p = "-" if chk.pvalue is None else _fmt(chk.pvalue, 3)
             hp = chk.details.get("holm_adjusted_p")
             lines.append(f"| {_cell(chk.name)} | {estimate_text(chk)} | {_fmt(chk.expected)} | "
                          f"{_fmt(chk.tolerance, 3)} | {p} | {'-' if hp is None else _fmt(hp, 3)} | {chk.n} | "
                          f"{chk.seed if chk.seed is not None else '-'} | {_cell(chk.method)} | "
-                         f"{'PASS' if chk.passed else 'FAIL'} |")
+                         f"{'PASS' if chk.passed else 'FAIL'} | {power_cell(chk.min_detectable)} |")
         for caption, text in _tables(r):
             lines += ["", caption, "", text]
         for f in figs.get(r.name, []):
@@ -381,13 +400,14 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
         h += ["<h2>Summary</h2><figure>", _img(images.get(s["png"]), "summary of every check"),
               f"<figcaption>{_e(s['title'])} (also as {_e(s['pdf'])})</figcaption></figure>"]
     h += ["<h2>Claims</h2><table><tr><th>claim</th><th>result</th><th>estimate [CI]</th>"
-          "<th>expected</th><th>verdict</th><th>time</th></tr>"]
+          "<th>expected</th><th>verdict</th><th>detects</th><th>time</th></tr>"]
     for r in suite.results:
         hd = r.headline
         lab = "" if _kind(r) == "sympy" else "(stated) "
         h.append(f'<tr><td><a href="#{_e(r.name)}">{_e(r.name)}</a></td><td>{_e(lab)}<code>'
                  f"{_e(_short(r.derived, 80))}</code></td><td>{_e(estimate_text(hd))}</td>"
-                 f"<td>{_e(_fmt(hd.expected))}</td><td>{_verdict_html(r.passed)}</td><td>{r.seconds:.1f} s</td></tr>")
+                 f"<td>{_e(_fmt(hd.expected))}</td><td>{_verdict_html(r.passed)}</td>"
+                 f"<td>{_e(power_cell(claim_power(r)))}</td><td>{r.seconds:.1f} s</td></tr>")
     h.append("</table>")
     for name, why in getattr(suite, "unavailable", {}).items():
         h.append(f"<p>Not run: <code>{_e(name)}</code> ({_e(why)}).</p>")
@@ -400,12 +420,13 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
                if r.derived else "<p><strong>Derived.</strong> (no sympy result)</p>"),
               f"<p><strong>Statistic.</strong> {_e(c.get('statistic') or '-')}</p>",
               f"<p><strong>Tolerance policy.</strong> {_e(c.get('tolerance') or '-')}</p>",
+              f"<p><strong>Power.</strong> {_e((c.get('power') or {}).get('designed') or '-')}</p>",
               f"<p>Confidence level of each check {_e(r.level)}; budget "
               f"<code>{_e(json.dumps(r.budget, default=str))}</code>.</p>"]
         if c.get("configuration"):
             h.append(f"<p>Checker configuration: <code>{_e(json.dumps(c['configuration']))}</code>.</p>")
         h.append("<table><tr><th>check</th><th>estimate [CI]</th><th>expected</th><th>tol</th><th>p-value</th>"
-                 "<th>Holm p</th><th>n</th><th>seed</th><th>method</th><th>verdict</th></tr>")
+                 "<th>Holm p</th><th>n</th><th>seed</th><th>method</th><th>verdict</th><th>detects</th></tr>")
         for chk in r.checks:
             hp = chk.details.get("holm_adjusted_p")
             h.append(f"<tr><td>{_e(chk.name)}</td><td>{_e(estimate_text(chk))}</td><td>{_e(_fmt(chk.expected))}</td>"
@@ -413,7 +434,7 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
                      f"<td>{'-' if chk.pvalue is None else _e(_fmt(chk.pvalue, 3))}</td>"
                      f"<td>{'-' if hp is None else _e(_fmt(hp, 3))}</td><td>{chk.n}</td>"
                      f"<td>{'-' if chk.seed is None else chk.seed}</td><td>{_e(chk.method)}</td>"
-                     f"<td>{_verdict_html(chk.passed)}</td></tr>")
+                     f"<td>{_verdict_html(chk.passed)}</td><td>{_e(power_cell(chk.min_detectable))}</td></tr>")
         h.append("</table>")
         for caption, text in _tables(r):
             h += [f"<p>{_e(caption)}</p>", f"<pre>{_e(text)}</pre>"]

@@ -210,7 +210,8 @@ def min_detectable(stderr: float, expected: float, level: float, *, tol: float =
     if _check_alternative(alternative) == "two-sided":
         alpha /= 2
     dist = _st.norm if df is None or not math.isfinite(df) else _st.t(df)
-    return float((tol + (dist.isf(alpha) + dist.ppf(power)) * stderr) / abs(expected))
+    m = float((tol + (dist.isf(alpha) + dist.ppf(power)) * stderr) / abs(expected))
+    return m if math.isfinite(m) else None
 
 
 def power_text(check: "CheckResult") -> str:
@@ -303,7 +304,7 @@ def deterministic_check(name: str, value: float, expected: float, *, tol: float,
     ok = bool(abs(value - expected) <= tol) if math.isfinite(value) and math.isfinite(expected) \
         else bool(value == expected)
     err = tol if error is None else float(error)
-    mde = tol / abs(expected) if math.isfinite(expected) and expected != 0.0 else None
+    mde = tol / abs(expected) if math.isfinite(expected) and expected != 0.0 and math.isfinite(tol) else None
     return CheckResult(name=name, passed=ok, estimate=value, stderr=err,
                        ci=(value - err, value + err), expected=expected, level=level, n=int(n),
                        tolerance=tol, method=method, details=dict(details or {}),

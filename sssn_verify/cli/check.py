@@ -36,6 +36,15 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     # None = not given: the checker then chooses the parameters
     p.set_defaults(func=run, d=None, sigma_w=None, sigma_b=None, sigma_a=None, beta=None)
+    plain = p.format_help
+
+    def format_help() -> str:   # the evidence of each claim, from its CandidateCheck (loaded only for --help)
+        import textwrap
+        from ..check import evidence_descriptions
+        text = "\n".join(textwrap.fill(f"{name}: {what}", 100, initial_indent="  ", subsequent_indent="      ")
+                         for name, what in evidence_descriptions().items())
+        return plain() + "\nevidence per claim (from its CandidateCheck):\n" + text + "\n"
+    p.format_help = format_help
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,5 +82,7 @@ def run(args: argparse.Namespace) -> int:
                 first = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
                                   for k, v in s["first_failure"].items())
                 print(f"shrunk from {first}")
-        print(f"verdict:    {out.verdict.upper()}")
+        power = ("power unknown" if out.min_detectable is None else
+                 f"detects a relative error >= {100 * out.min_detectable:.2g} % with probability {out.power:g}")
+        print(f"verdict:    {out.verdict.upper()}   (power: {power})")
     return 0 if out.verdict == "consistent" else 1
