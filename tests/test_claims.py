@@ -126,7 +126,7 @@ def test_two_point_derived_coefficients_match_the_hand_oracle():
 
 # ----------------------------------------------------------------------------- Ito drift
 
-ITO_FAST = {"paths": 20_000, "n_configs": 2, "general_samples": 40_000}
+ITO_FAST = {"paths": 20_000, "n_configs": 2, "general_samples": 40_000, "one_step_paths": 50_000}
 
 
 def _ito_mutant(coefficient=None, general=None):
@@ -173,7 +173,7 @@ def test_ito_derived_drift_matches_the_hand_oracle():
 
 # ----------------------------------------------------------------------------- lambda_1, synchronization
 
-LYAP_FAST = {"n_configs": 3, "paths": 6_000, "paths_transformer": 3_000}
+LYAP_FAST = {"n_configs": 3, "paths": 6_000, "paths_transformer": 3_000, "one_step_paths": 50_000}
 
 
 @pytest.mark.parametrize("mutant", [
