@@ -219,7 +219,7 @@ CLAIM = Claim(
           "quick mode (10x the paths in full mode: about 3x smaller), rejected with probability 0.9 at the "
           "claim's level (Bonferroni over the configurations)",
     budgets={"quick": {"n_one_step": 5, "one_step_paths": 400_000,
-                       "n_configs": 7, "paths": 20_000, "paths_transformer": 8_000, "depth": 100,
+                       "n_configs": 2, "paths": 20_000, "paths_transformer": 8_000, "depth": 100,
                        "width": 64, "horizon": 1.0, "rel_tol": 0.03, "abs_tol": 0.005, "step_noise": 0.01},
              "full": {"n_one_step": len(ONE_STEP_CONFIGS), "one_step_paths": 4_000_000,
                       "n_configs": len(CONFIGS), "paths": 200_000, "paths_transformer": 50_000,
