@@ -7,8 +7,9 @@ field at the two points (covariance [[k0, K(rho)], [K(rho), k0]] per coordinate,
 ``numeric.kernels``).  Statistics: ``E[drho]/delta`` (the mean-zero linear term
 ``sqrt(delta)(<P_x g_x, y> + <x, P_y g_y>)`` subtracted as a control variate) and
 ``E[drho^2]/delta``, both Richardson-extrapolated over (delta, 2 delta) on common random
-numbers, which removes the O(delta) bias.  z-tests, Bonferroni over the points of a
-configuration.
+numbers, which removes the O(delta) bias (O(delta^2) is left: ~1e-4 relative at the noise per
+step used, far below the statistical error), so the tolerance is statistical only.  z-tests,
+Bonferroni over the points of a configuration.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ CONFIGS = (  # (activation, d, sigma_w, sigma_b, sigma_a)
     ("tanh", 4, 1.2, 0.3, 1.0),
 )
 RHOS = (-0.5, 0.3, 0.9)
-# where it is explored (the step adapts to the noise, so the O(delta^2) remainder stays inside 0.01 k0)
+# where it is explored (the step adapts to the noise, so the O(delta^2) remainder stays negligible)
 DOMAIN = claim_configs(activation=("relu", "tanh", "gelu", "erf", "sin:3", "leaky_relu:0.1"), d=(2, 10),
                        sigma_w=(0.3, 1.5), sigma_b=(0.0, 1.5), sigma_a=(0.3, 1.5))
 
@@ -96,9 +97,8 @@ def check(formula: TwoPointFormula, budget: dict, seed: int, level: float):
             h = min(delta, float(budget.get("noise_per_step", 1.0)) / (kf.k0 * d))
             mb, sbe, ma, sae = one_step_moments(d, r, kf.k0, K, h, n, rng)
             b_exp, a_exp = formula.b(d, r, kf.k0, K), formula.a(d, r, kf.k0, K)
-            tol = float(budget["abs_tol"]) * kf.k0
-            parts.append(agreement_test(f"b({r})", mb, sbe, b_exp, level=level, n=n, seed=seed, abs_tol=tol))
-            parts.append(agreement_test(f"a({r})", ma, sae, a_exp, level=level, n=n, seed=seed, abs_tol=tol))
+            parts.append(agreement_test(f"b({r})", mb, sbe, b_exp, level=level, n=n, seed=seed))
+            parts.append(agreement_test(f"a({r})", ma, sae, a_exp, level=level, n=n, seed=seed))
             labels += [f"b {act} d={d} rho={r}", f"a {act} d={d} rho={r}"]
             est += [mb, ma]
             se += [sbe, sae]
@@ -124,9 +124,11 @@ CLAIM = Claim(
     checker=check,
     statistic="one-step moments E[drho]/delta (control variate) and E[drho^2]/delta, Richardson in delta",
     level=0.999,
-    tolerance="|E - formula| <= 0.01 k0 (O(delta^2) remainder after Richardson)",
-    budgets={"quick": {"samples": 100_000, "delta": 0.002, "abs_tol": 0.01, "noise_per_step": 0.01},
-             "full": {"samples": 2_000_000, "delta": 0.001, "abs_tol": 0.005, "noise_per_step": 0.005}},
+    tolerance="none: statistical only (Richardson leaves O(delta^2), ~1e-4 relative at the noise per step used)",
+    power="per configuration, a relative error of b or a of about 1-3 % at the best-resolved overlap (quick; "
+          "about 4.5x smaller in full mode); rejected with probability 0.9 at the claim's level",
+    budgets={"quick": {"samples": 100_000, "delta": 0.002, "noise_per_step": 0.01},
+             "full": {"samples": 2_000_000, "delta": 0.001, "noise_per_step": 0.005}},
     derived_text=_derived_text,
     domain=DOMAIN, anchors=CONFIGS,
 )
