@@ -106,6 +106,13 @@ def test_check_rejects_one_percent_and_0_01_k0_and_accepts_the_formula_over_seed
     assert len(cache) == len(SEEDS)                         # one evidence per seed, shared by the candidates
 
 
+def test_check_searches_to_where_a_one_percent_error_is_detected(capsys):
+    # parameters free: the search steers a relative error to where |gamma| >= k0, screens, shrinks, confirms
+    out = check_candidate("ito_drift", "(-(d-1)*k0/2)*(1+1e-2)", activation="relu", seed=0)
+    assert out.verdict == "rejected" and out.chosen == "search (shrunk counterexample)", out
+    assert out.search["confirmations"][-1]["rejected"] and out.min_detectable < 0.01
+
+
 def test_check_text_shows_the_power_next_to_the_verdict(capsys):
     rc = main(["check", "ito_drift", "--candidate", "-(d-1)*k0/2", "--d", "9", "--activation", "relu",
                "--sigma-w", "1", "--sigma-b", "0", "--sigma-a", "1"])

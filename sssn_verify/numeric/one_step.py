@@ -138,7 +138,7 @@ def one_step_moments(params, h: float, n_paths: int, seed: int, stream: int = 0,
     from . import attention
     from .models import gaussian
     from .rng import path_seeds
-    h = check_real("h", h, 0.0, strict=True, maximum=0.25)
+    h = check_real("h", h, 0.0, strict=True)
     P = check_int("n_paths", n_paths, 2)
     p = params.with_(V=0.0, n_tokens=1)
     consts = gaussian.prepare(p, tangent=True).consts
