@@ -98,3 +98,37 @@ def estimates_figure(labels, estimate, stderr, expected, ylabel: str) -> dict:
     """The report's "estimates" figure spec: estimates with error bars against the formula."""
     return {"kind": "estimates", "labels": list(labels), "estimate": list(estimate),
             "stderr": list(stderr), "expected": list(expected), "ylabel": ylabel}
+
+
+# ---------------------------------------------------------------- sizing Monte Carlo evidence for a stated power
+
+def paths_for(sd: float, target: float, level: float, power: float, n_min: int, n_max: int) -> int:
+    """Paths giving a two-sided z-test at `level` probability `power` of rejecting an error of
+    `target` (absolute) when one path has standard deviation `sd`: ((z_{1-a/2} + z_power) sd / target)^2,
+    rounded up to whole blocks and clipped to [n_min, n_max]."""
+    from scipy.stats import norm
+    from ..numeric.one_step import BLOCK
+    z = norm.isf((1.0 - level) / 2) + norm.ppf(power)
+    n = (z * sd / target) ** 2 if target > 0 and math.isfinite(sd) else math.inf
+    n = min(float(n_max), max(float(n_min), n))
+    return int(math.ceil(n / BLOCK) * BLOCK)
+
+
+def resolution(value: float, k0: float) -> float:
+    """The absolute error (in units of `target`) the claims' one-step evidence is sized to detect at a
+    point where the quantity is `value` (>= 0): min(max(value, k0/5), max(k0, value/5)).  An error of
+    1 % of the value and one of 0.01 k0 are both detected wherever value/k0 lies in [1/5, 5] (a
+    value near 0 is resolved to k0/5 only: a relative error means little there); beyond 5 k0 the
+    resolution is value/5, still fine enough for a relative error and affordable."""
+    return min(max(value, 0.2 * k0), max(k0, 0.2 * value))
+
+
+def steering(value: float, k0: float) -> float:
+    """A scale for `check`'s search (not a property of the evidence): k0 r^0.9 for r = value/k0 >= 1,
+    k0 r^-0.1 below.  A relative error (discrepancy ~ r/steering) is steered to large r, where
+    resolution() is coarse in k0 units and the evidence cheap; an additive one (~ k0/steering) to
+    r = 1, where resolution() = k0 and the evidence's cost moderate."""
+    r = value / k0 if k0 > 0 else math.inf
+    if not math.isfinite(r):
+        return value
+    return k0 * (r ** 0.9 if r >= 1.0 else max(r, 1e-12) ** -0.1)

@@ -30,13 +30,13 @@ import sympy as sp
 from ..bridge import function
 from ..engine import simulate_transformer
 from ..numeric.kernels import kernel as numeric_kernel
-from ..numeric.one_step import one_step_moments, paths_for
+from ..numeric.one_step import one_step_moments
 from ..numeric.rng import generator, uniform_sphere
 from ..params import ModelParams, check_int, check_real
 from ..stats import POWER, agreement_test, mean_ci
 from ..symbolic.ito import general_drift, isotropic_drift_coefficient
 from ..strategies import claim_configs
-from ._util import combine, configs, estimates_figure
+from ._util import combine, configs, estimates_figure, paths_for, resolution, steering
 from .base import CandidateCheck, Claim, Evidence
 
 # (activation, d, sigma_w, sigma_b, sigma_a) for the isotropic check; quick mode uses the ReLU
@@ -194,14 +194,15 @@ def check(formula: ItoFormula, budget: dict, seed: int, level: float):
 
 
 # ---------------------------------------------------------------- check (a user's formula for gamma)
-# designed power: an error of TARGET min(|gamma|, k0) is rejected with probability POWER at the
-# test's level; the paths are sized by a pilot run (own stream)
+# designed power: an error of TARGET resolution(|value|, k0) (claims._util.resolution) is
+# rejected with probability POWER at the test's level; the paths are sized by a pilot run (own stream)
 CANDIDATE_BUDGET = {"target": 0.006, "pilot": 32768, "min_paths": 65536, "max_paths": 8_000_000,
                     "step_noise": STEP_NOISE}
 EVIDENCE = ("one exactly sampled noise-only layer of the Gaussian transformer from x = e1: mean of "
             "(<x', x> - 1)/delta, Richardson over delta, 2 delta on shared normals (no time-step bias "
-            "allowance); paths sized so that an error of 0.6 % of min(|gamma|, k0) is rejected with "
-            "probability 0.9: 1 % and 0.01 k0 errors are rejected")
+            "allowance); paths sized (pilot run) so that an error of 0.6 % of min(max(|v|, k0/5), "
+            "max(k0, |v|/5)), v = gamma, is rejected with probability 0.9: a 1 % error and a 0.01 k0 error are "
+            "rejected wherever |v|/k0 lies in [1/5, 5], a 1 % error everywhere else")
 
 
 def candidate_evidence(point: dict, seed: int, level: float, budget: dict = CANDIDATE_BUDGET) -> Evidence:
@@ -211,9 +212,7 @@ def candidate_evidence(point: dict, seed: int, level: float, budget: dict = CAND
     sig = (point["sigma_w"], point["sigma_b"], point["sigma_a"])
     k0 = numeric_kernel(act, *sig).k0
     pilot = one_step_gamma(act, d, *sig, int(budget["pilot"]), seed, stream=1, step_noise=budget["step_noise"])
-    # an error of target |value| and of target k0 is detected: target * min(|value|, k0), except that a
-    # value near 0 (|value| < k0/5, where a relative error means little) is resolved to target k0/5 only
-    target = budget["target"] * min(max(abs(pilot.mean["gam"]), 0.2 * k0), k0)
+    target = budget["target"] * resolution(abs(pilot.mean["gam"]), k0)
     n = paths_for(pilot.sd["gam"], target, level, POWER, int(budget["min_paths"]), int(budget["max_paths"]))
     r = one_step_gamma(act, d, *sig, n, seed, step_noise=budget["step_noise"])
     return Evidence(r.mean["gam"], r.stderr["gam"], r.n,
@@ -224,13 +223,13 @@ def candidate_evidence(point: dict, seed: int, level: float, budget: dict = CAND
 
 
 def candidate_error_scale(values: dict, derived: float, budget: dict = CANDIDATE_BUDGET) -> float:
-    """A scale of the evidence's error, used only to steer `check`'s search: target max(|value|, k0)/(z +
-    z_power), so a relative error is steered to where |value| >= k0 and an additive one (a multiple of
-    k0) to where |value| <= k0 -- both detected there by the evidence, which resolves target
-    min(|value|, k0) at every point -- unless the path cap binds (per-path spread ~ k0 sqrt(d), a rough bound)."""
+    """A scale of the evidence's error, used only to steer `check`'s search (target steering(|value|, k0)
+    / (z + z_power), see `_util.steering`): a relative error goes to large |value|/k0, an
+    additive one (a multiple of k0) to |value| ~ k0, where the evidence detects each cheaply;
+    unless the path cap binds (per-path spread ~ k0 sqrt(d), a rough bound)."""
     d, k0 = values["d"], values["k0"]
     z = 3.29 + 1.28
-    return max(budget["target"] * max(abs(derived), k0) / z, k0 * math.sqrt(d) / math.sqrt(budget["max_paths"]))
+    return max(budget["target"] * steering(abs(derived), k0) / z, k0 * math.sqrt(d) / math.sqrt(budget["max_paths"]))
 
 
 CANDIDATE = CandidateCheck(

@@ -165,13 +165,3 @@ def one_step_moments(params, h: float, n_paths: int, seed: int, stream: int = 0,
     return OneStepMoments(h, P, seed, dict(zip(STATS, map(float, tot_mean))),
                           dict(zip(STATS, map(float, sd / math.sqrt(n)))), dict(zip(STATS, map(float, sd))))
 
-
-def paths_for(sd: float, target: float, level: float, power: float, n_min: int, n_max: int) -> int:
-    """Paths giving a two-sided z-test at `level` probability `power` of rejecting an error of
-    `target` (absolute) when one path has standard deviation `sd`: ((z_{1-a/2} + z_power) sd / target)^2,
-    rounded up to whole blocks and clipped to [n_min, n_max]."""
-    from scipy.stats import norm
-    z = norm.isf((1.0 - level) / 2) + norm.ppf(power)
-    n = (z * sd / target) ** 2 if target > 0 and math.isfinite(sd) else math.inf
-    n = min(float(n_max), max(float(n_min), n))
-    return int(math.ceil(n / BLOCK) * BLOCK)
