@@ -125,10 +125,11 @@ def resolution(value: float, k0: float) -> float:
 
 def steering(value: float, k0: float) -> float:
     """A scale for `check`'s search (not a property of the evidence): k0 r^0.9 for r = value/k0 >= 1,
-    k0 r^-0.1 below.  A relative error (discrepancy ~ r/steering) is steered to large r, where
-    resolution() is coarse in k0 units and the evidence cheap; an additive one (~ k0/steering) to
-    r = 1, where resolution() = k0 and the evidence's cost moderate."""
+    k0 for 1/2 <= r <= 1, k0 (2r)^-0.1 below.  A relative error (discrepancy ~ r/steering) is steered
+    to large r, where resolution() is coarse in k0 units and the evidence cheap; an additive one
+    (~ k0/steering) to r in [1/2, 1] (then shrunk to the simplest such point), where resolution() is
+    about k0 and the evidence's cost moderate, away from value ~ 0 where it is costly."""
     r = value / k0 if k0 > 0 else math.inf
     if not math.isfinite(r):
         return value
-    return k0 * (r ** 0.9 if r >= 1.0 else max(r, 1e-12) ** -0.1)
+    return k0 * (r ** 0.9 if r >= 1.0 else 1.0 if r >= 0.5 else max(2 * r, 1e-12) ** -0.1)
