@@ -51,7 +51,8 @@ def lyapunov_spectrum(d: int, k0: float, k1: float) -> np.ndarray:
         raise ParameterError("k1", k1, "must not be nan")
     i = np.arange(1, d)
     if math.isinf(k1):
-        return np.where(d - 1 - 2 * i == 0, np.nan, np.sign(d - 1 - 2 * i) * np.inf)
+        sign = np.sign(d - 1 - 2 * i)
+        return np.select([sign > 0, sign < 0], [np.inf, -np.inf], np.nan)   # no 0 * inf
     return np.asarray(_spectrum_fn()(i, d, k0, k1), dtype=float) * np.ones(d - 1)
 
 
