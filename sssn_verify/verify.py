@@ -58,7 +58,9 @@ class SuiteResult:
     @property
     def familywise_text(self) -> str:
         k = self.n_stochastic
-        per = self.alpha / k if k else float("nan")
+        if not k:
+            return "no statistical checks (deterministic checks judged on their stated tolerance)"
+        per = self.alpha / k
         return (f"family-wise false-alarm probability <= {self.alpha:g} "
                 f"(Holm over {k} statistical checks; Bonferroni per-check level {per:.2g}; "
                 f"deterministic checks judged on their stated tolerance)")

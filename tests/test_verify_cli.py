@@ -90,3 +90,10 @@ def test_holm_bookkeeping_in_the_suite_result():
             if c.pvalue is not None:
                 assert "holm_adjusted_p" in c.details
     assert "Holm" in suite.familywise_text
+
+
+def test_a_suite_of_deterministic_checks_only_prints_no_nan():
+    from sssn_verify.verify import SuiteResult
+    suite = SuiteResult(results=[], mode="quick", seed=0, alpha=0.01, seconds=0.0, n_stochastic=0)
+    assert "nan" not in suite.familywise_text and "no statistical checks" in suite.familywise_text
+    assert suite.to_dict()["familywise"]["bonferroni_per_check"] is None
