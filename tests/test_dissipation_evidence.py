@@ -129,7 +129,7 @@ def test_two_percent_errors_at_an_edge_point_are_rejected_by_the_monte_carlo_alo
         mutant = replace(f, lambda_bar=lambda *a, k=factor: k * f.lambda_bar(*a))
         res = CLAIMS["dissipation"].run("quick", 3, formula=mutant, level=1 - 1e-4, budget=budget)
         sharp = [c for c in _mc_checks(res) if "maximizing" in c.name]
-        assert sharp and not sharp[0].passed and sharp[0].details["min_detectable_rel_error"] < 0.02
+        assert sharp and not sharp[0].passed and sharp[0].min_detectable < 0.02
 
 
 def test_relu_rates_monte_carlo_alone_rejects_one_percent_in_lambda1_and_two_in_the_edge():

@@ -21,8 +21,8 @@ deterministic evidence, the model's own field for the Monte Carlo).
   configuration has v > 0; the same exact-layer initial rate of E[E_beta] must not exceed
   lambda_bar + C_att (z-tests of the null rate <= bound, Bonferroni).
 
-Each Monte Carlo part states its minimal detectable relative error (the error it detects with
-probability 0.9 at its level after Bonferroni) in ``details["min_detectable_rel_error"]``.
+Every check states its minimal detectable relative error (``CheckResult.min_detectable``, from
+``stats``: rejected with probability 0.9 after Bonferroni; the deterministic one surely).
 """
 from __future__ import annotations
 
@@ -33,7 +33,6 @@ from typing import Callable
 
 import numpy as np
 import sympy as sp
-from scipy import stats as _st
 
 from ..bridge import function
 from ..engine import simulate_gaussian, simulate_transformer
@@ -88,14 +87,6 @@ def derived_formula() -> DissipationFormula:
 def independent_kernel(act, sw, sb, sa):
     """K by quadrature (not a derived closed form) for the deterministic evidence (``quadrature_kernel``)."""
     return quadrature_kernel(act, sw, sb, sa)
-
-
-def min_detectable(stderr: float, expected: float, level: float, k: int, two_sided: bool) -> float:
-    """The relative error |error| / |expected| a z-test at `level`, Bonferroni over k, detects with
-    probability POWER (normal approximation)."""
-    alpha = (1.0 - level) / k / (2.0 if two_sided else 1.0)
-    z = float(_st.norm.isf(alpha) + _st.norm.ppf(POWER))
-    return z * stderr / abs(expected) if expected != 0 else math.inf
 
 
 def near_synchronized(n: int, d: int, spread: float, seed: int) -> np.ndarray:
@@ -172,23 +163,14 @@ def check(formula: DissipationFormula, budget: dict, seed: int, level: float):
                                         mb, seb, lam + ca, level=level, n=nb, seed=seed, alternative="greater",
                                         method="exact layers, antithetic, Richardson over delta/1,2,4",
                                         details={"c_att": ca}))
-    for parts, two in ((sharp, True), (bound, False)):
-        for c in parts:
-            c.details["min_detectable_rel_error"] = min_detectable(c.stderr, c.expected, level, len(parts), two)
     checks = [all_deterministic("lambda_bar and the edge value vs the generator of one exact Gaussian layer", det,
-                                method="deterministic (layer map second differences, quadrature kernel)",
-                                details={"min_detectable_rel_error": max(
-                                    (c.tolerance / abs(c.expected) if c.expected else math.inf) for c in det)})]
+                                method="deterministic (layer map second differences, quadrature kernel)")]
     if sharp:
         checks.append(combine("the initial rate of E f(rho_t) from the maximizing rho* equals lambda_bar", sharp,
-                              level, method=f"two-sided z-tests, Bonferroni over {len(sharp)}",
-                              details={"min_detectable_rel_error": max(c.details["min_detectable_rel_error"]
-                                                                       for c in sharp)}))
+                              level, method=f"two-sided z-tests, Bonferroni over {len(sharp)}"))
     if bound:
         checks.append(combine("E[E_beta] grows at most at rate lambda_bar + C_att (spread-out and nearly antipodal)",
-                              bound, level, method=f"one-sided z-tests, Bonferroni over {len(bound)}",
-                              details={"min_detectable_rel_error": max(c.details["min_detectable_rel_error"]
-                                                                       for c in bound)}))
+                              bound, level, method=f"one-sided z-tests, Bonferroni over {len(bound)}"))
     return checks
 
 
@@ -202,8 +184,7 @@ def candidate_evidence(point: dict, seed: int, level: float) -> Evidence:
     return Evidence(float(value), float(err), 1,
                     "sup over rho of the generator of one exact Gaussian layer (second differences of the layer "
                     "map, kernel by quadrature; independent of the derivation)", tolerance=tol,
-                    details={"argmax_rho": float(argmax),
-                             "min_detectable_rel_error": tol / abs(value) if value else math.inf})
+                    details={"argmax_rho": float(argmax)})
 
 
 def _derived_lambda_bar(v: dict) -> float:
