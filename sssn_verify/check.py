@@ -82,14 +82,16 @@ def checkable() -> dict[str, str]:
 
 
 def evidence_descriptions() -> dict[str, str]:
-    """Claim (with its aliases) -> what its `check` evidence is, from the claim's CandidateCheck."""
+    """Claim (with its aliases) -> what its `check` evidence is: the CandidateCheck's ``description``,
+    else the docstring of its ``evidence`` function."""
     from .claims import CLAIMS
     out = {}
     for name, claim in CLAIMS.items():
         cc = claim.candidate
         if cc is not None:
             label = name + "".join(f" (alias {a})" for a in cc.aliases)
-            out[label] = cc.description or "(not described by the claim)"
+            # the declared description, else the evidence function's own docstring
+            out[label] = cc.description or " ".join((cc.evidence.__doc__ or "").split()) or "(not described)"
     return out
 
 
