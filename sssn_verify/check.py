@@ -52,8 +52,10 @@ SIGMAS = ("sigma_w", "sigma_b", "sigma_a")
 #: cheap examples (candidate vs derivation) of the search, by default (``check --explore N``)
 DEFAULT_EXAMPLES = 60
 #: ... for an activation whose kernel goes through quadrature (each new (sigma_w, sigma_b) builds
-#: a kernel table, ~0.3-1 s): fewer examples and shrinking evaluations keep a check near a minute
-DEFAULT_EXAMPLES_QUADRATURE = 16
+#: a kernel table, ~0.3-1 s): sigma_w and sigma_b on a SIGMA_GRID_QUADRATURE^2 grid (at most that
+#: many tables), fewer examples and shrinking evaluations keep a check near a minute
+DEFAULT_EXAMPLES_QUADRATURE = 40
+SIGMA_GRID_QUADRATURE = 4
 MAX_SHRINK_EVALS_QUADRATURE = 24
 #: at most this many evidence runs screen points per check (Monte Carlo evidence)
 MAX_SCREENS = 5
@@ -183,11 +185,18 @@ def search_ranges(claim, given: dict[str, Any]) -> dict[str, Any]:
     return {a: given[a] if given.get(a) is not None else tuple(spec[a]) for a in cc.axes}
 
 
-def _strategy(ranges: dict[str, Any], activation: str):
+def _strategy(ranges: dict[str, Any], activation: str, *, sigma_grid: int | None = None):
+    """Points of the search: each axis uniform over its range (integers for d), pinned ones fixed;
+    with ``sigma_grid = n``, sigma_w and sigma_b take n values each, evenly spaced over their ranges
+    (an activation whose kernel needs quadrature builds one table per (sigma_w, sigma_b) pair, so
+    the search visits at most n^2 tables and can afford many examples; sigma_a only scales k)."""
     from hypothesis import strategies as st
     out: dict[str, Any] = {"activation": st.just(activation)}
     for axis, r in ranges.items():
-        if not isinstance(r, tuple):
+        if sigma_grid and axis in ("sigma_w", "sigma_b") and isinstance(r, tuple) and r[0] != r[1]:
+            lo, hi = map(float, r)
+            out[axis] = st.sampled_from([lo + (hi - lo) * i / (sigma_grid - 1) for i in range(sigma_grid)])
+        elif not isinstance(r, tuple):
             out[axis] = st.just(r)
         elif axis == "d":
             out[axis] = st.integers(int(r[0]), int(r[1]))
@@ -285,14 +294,15 @@ def search(claim, cand: Candidate, activation: str, given: dict[str, Any], *, se
 
     cc = claim.candidate
     ranges = search_ranges(claim, given)
-    strategy = _strategy(ranges, activation)
+    closed = _closed_form(activation)
+    strategy = _strategy(ranges, activation, sigma_grid=None if closed else SIGMA_GRID_QUADRATURE)
     alpha = 1.0 - level
     a = math.sqrt(alpha / MAX_SCREENS)
     scores: dict[tuple, float | None] = {}
     order: list[tuple] = []
     points: dict[tuple, dict] = {}
     state = {"failed": [], "screens": 0, "cap": MAX_SCREENS, "shrink_evals": 0, "notes": []}
-    max_shrink_evals = MAX_SHRINK_EVALS if _closed_form(activation) else MAX_SHRINK_EVALS_QUADRATURE
+    max_shrink_evals = MAX_SHRINK_EVALS if closed else MAX_SHRINK_EVALS_QUADRATURE
     screens: dict[tuple, _PointTest] = {}
 
     def score(point) -> float | None:

@@ -91,6 +91,23 @@ def test_edge_formula_for_the_supremum_is_rejected_where_the_sup_is_interior(cap
     assert c["d"] <= out["search"]["first_failure"]["d"]
 
 
+@pytest.mark.parametrize("beta,verdict", [("2", "rejected"), ("0", "consistent")])
+def test_edge_formula_with_a_quadrature_activation(capsys, beta, verdict):
+    """tanh's kernel needs quadrature: the search puts (sigma_w, sigma_b) on a grid (one table
+    each) and still finds where the supremum is interior at beta = 2 (at the default budget, which
+    once missed it); at beta = 0 the supremum is the edge value and the formula is right."""
+    from sssn_verify.numeric.kernels import kernel
+    from sssn_verify.numeric.rates import lambda_bar
+    out = run_json(capsys, "lambda_bar", "--candidate", "(d-1)*k1-(d-3)*k0", "--activation", "tanh",
+                   "--beta", beta)
+    assert out["verdict"] == verdict
+    if verdict == "rejected":
+        c = out["counterexample"]
+        value, argmax = lambda_bar("tanh", c["d"], c["sigma_w"], c["sigma_b"], c["sigma_a"], c["beta"])
+        kf = kernel("tanh", c["sigma_w"], c["sigma_b"], c["sigma_a"])
+        assert argmax < 1.0 and abs(value - ((c["d"] - 1) * kf.k1 - (c["d"] - 3) * kf.k0)) > 1e-3
+
+
 def test_text_output_says_the_verdict(capsys):
     rc = main(["check", "kernel", "--candidate", RELU_K, "--rho", "0.5"])
     out = capsys.readouterr().out
