@@ -138,15 +138,16 @@ def _u_prime(c, s, coord, sign, lam, tau):
     return 0.5 * sum(v * v for v in dx)
 
 
-def generator_ratio(kf, d: int, beta: float, us, h: float = _H):
-    """(Lf/f at rho = 1 - u, its numerical error) for one exact Gaussian layer (see module doc).
-
-    ``kf`` a numeric kernel (k0 and the stable gap); ``us`` in (0, 2]."""
+def _layer_generator(kf, d: int, us, h: float, second):
+    """The generator of one exact Gaussian layer applied to a functional F of the pair at
+    rho = 1 - u, with its numerical error: (1/2) sum over the noise modes of the second
+    differences ``second(c, s, coord, sign, lam, tau) -> (F(+tau) - 2 F + F(-tau), floor)``
+    divided by tau^2, Richardson over h, h/2, h/4; the error is the last Richardson step plus
+    the largest rounding ``floor / tau^2`` (each caller states its own) and 1e-14 relative."""
     us = np.atleast_1d(np.asarray(us, dtype=float))
     s = np.sqrt(us / 2.0)
     c = np.sqrt(np.maximum(1.0 - us / 2.0, 0.0))
     gap = np.asarray(kf.gap(us), dtype=float)
-    f0 = f_tilde(us, beta)
     total = {0: np.zeros_like(us), 1: np.zeros_like(us), 2: np.zeros_like(us)}
     scale = np.zeros_like(us)
     for coord, mult in ((0, 1.0), (1, 1.0), (2, float(d - 2))):
@@ -155,14 +156,28 @@ def generator_ratio(kf, d: int, beta: float, us, h: float = _H):
         for sign, lam in ((1.0, 2.0 * kf.k0 - gap), (-1.0, gap)):
             for k in range(3):
                 hk = h / 2 ** k
-                fp = _u_after(c, s, beta, coord, sign, lam, hk)
-                fm = _u_after(c, s, beta, coord, sign, lam, -hk)
-                total[k] = total[k] + 0.5 * mult * (fp - 2.0 * f0 + fm) / (hk * hk)
-                scale = np.maximum(scale, mult * np.maximum(np.abs(fp), np.abs(fm)) / (hk * hk))
+                num, floor = second(c, s, coord, sign, lam, hk)
+                total[k] = total[k] + 0.5 * mult * num / (hk * hk)
+                scale = np.maximum(scale, mult * floor / (hk * hk))
     r1 = [(4.0 * total[k + 1] - total[k]) / 3.0 for k in range(2)]
     r2 = (16.0 * r1[1] - r1[0]) / 15.0
-    err = np.abs(r2 - r1[1]) + 1e-12 * scale + 1e-14 * np.abs(r2)
-    return r2 / f0, err / f0
+    return r2, np.abs(r2 - r1[1]) + scale + 1e-14 * np.abs(r2)
+
+
+def generator_ratio(kf, d: int, beta: float, us, h: float = _H):
+    """(Lf/f at rho = 1 - u, its numerical error) for one exact Gaussian layer (see module doc).
+
+    ``kf`` a numeric kernel (k0 and the stable gap); ``us`` in (0, 2]."""
+    us = np.atleast_1d(np.asarray(us, dtype=float))
+    f0 = f_tilde(us, beta)
+
+    def second(c, s, coord, sign, lam, hk):
+        fp = _u_after(c, s, beta, coord, sign, lam, hk)
+        fm = _u_after(c, s, beta, coord, sign, lam, -hk)
+        return fp - 2.0 * f0 + fm, 1e-12 * np.maximum(np.abs(fp), np.abs(fm))
+
+    r, err = _layer_generator(kf, d, us, h, second)
+    return r / f0, err / f0
 
 
 def log_distance_drift(kf, d: int, us, h: float = _H):
@@ -170,24 +185,13 @@ def log_distance_drift(kf, d: int, us, h: float = _H):
     generator of F = (1/2) log u' by the same second differences (differences formed as log(u'/u)).
     As u -> 0 it is the top Lyapunov exponent lambda_1 (docs/mathematics.md, section 8)."""
     us = np.atleast_1d(np.asarray(us, dtype=float))
-    s = np.sqrt(us / 2.0)
-    c = np.sqrt(np.maximum(1.0 - us / 2.0, 0.0))
-    gap = np.asarray(kf.gap(us), dtype=float)
-    total = {0: np.zeros_like(us), 1: np.zeros_like(us), 2: np.zeros_like(us)}
-    scale = np.zeros_like(us)
-    for coord, mult in ((0, 1.0), (1, 1.0), (2, float(d - 2))):
-        if mult == 0.0:
-            continue
-        for sign, lam in ((1.0, 2.0 * kf.k0 - gap), (-1.0, gap)):
-            for k in range(3):
-                hk = h / 2 ** k
-                fp = 0.5 * np.log(_u_prime(c, s, coord, sign, lam, hk) / us)
-                fm = 0.5 * np.log(_u_prime(c, s, coord, sign, lam, -hk) / us)
-                total[k] = total[k] + 0.5 * mult * (fp + fm) / (hk * hk)
-                scale = np.maximum(scale, mult * (np.abs(fp) + np.abs(fm) + 1.0) / (hk * hk))
-    r1 = [(4.0 * total[k + 1] - total[k]) / 3.0 for k in range(2)]
-    r2 = (16.0 * r1[1] - r1[0]) / 15.0
-    return r2, np.abs(r2 - r1[1]) + 1e-14 * scale + 1e-14 * np.abs(r2)
+
+    def second(c, s, coord, sign, lam, hk):
+        fp = 0.5 * np.log(_u_prime(c, s, coord, sign, lam, hk) / us)
+        fm = 0.5 * np.log(_u_prime(c, s, coord, sign, lam, -hk) / us)
+        return fp + fm, 1e-14 * (np.abs(fp) + np.abs(fm) + 1.0)
+
+    return _layer_generator(kf, d, us, h, second)
 
 
 def edge_log_drift(kf, d: int) -> tuple[float, float]:
