@@ -221,7 +221,7 @@ def test_propagation_of_chaos_accepts_n_to_the_minus_half_and_rejects_n_to_the_m
 
 def test_commuting_limits_rejects_a_wrong_limit():
     from sssn_verify.claims.commuting_limits import sde_limit
-    budget = {"paths": 4000}
+    budget = {"paths": 4000, "table": None}       # the L x m table is a report (tested in test_coupling)
     assert claim("commuting_limits").run("quick", 0, budget=budget).passed
     wrong = lambda p, L, P, seed: sde_limit(p.with_(sigma_a=p.sigma_a * math.sqrt(2)), L, P, seed)  # k0 x 2
     assert rejected(claim("commuting_limits").run("quick", 0, level=STRICT, formula=wrong, budget=budget))

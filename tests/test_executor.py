@@ -122,9 +122,14 @@ def test_without_dask_workers_fail_with_one_line_naming_the_extra(monkeypatch, c
 def test_campaign_cli_table_and_pooled_results(reference, capsys, monkeypatch):
     import sssn_verify.verify as v
     monkeypatch.setattr(v, "campaign", lambda *a, **k: reference)   # the numbers are tested above
-    assert main(["verify", "--claim", CLAIM, "--seeds", "0:4", "--no-progress"]) == 0
+    # the exit code and the verdict line follow the campaign's result; whether seeds 0-3 pass is a
+    # statistical event (two_point's pooled test at family level 0.01: at these seeds tanh's b(-0.5)
+    # pools to z = -3.6, Holm p = 0.007, while 24 other seeds pool to z = -0.5 there, no bias)
+    rc = main(["verify", "--claim", CLAIM, "--seeds", "0:4", "--no-progress"])
+    assert rc == (0 if reference.passed else 1)
     out = capsys.readouterr().out
-    assert "4/4" in out and "seeds whose suite failed: 0/4" in out and "CAMPAIGN PASSED" in out
+    assert "4/4" in out and "seeds whose suite failed: 0/4" in out
+    assert ("CAMPAIGN PASSED" if reference.passed else "CAMPAIGN FAILED") in out
     d = reference.to_dict()
     assert d["seeds"] == SEEDS and len(d["per_seed"]) == 4
     for e in d["pooled"]:
