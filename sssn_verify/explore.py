@@ -655,8 +655,8 @@ def explore_suite(claims: Sequence[str] | None, n_per_claim: int, *, mode: str =
     all claims plus the stored examples that will be replayed; with the confirmation stage the
     family-wise false-alarm probability is at most alpha x confirm_level.  Each claim's exploration
     is one task of ``sssn_verify.executor`` (in-process, or on a dask cluster).  Examples are stored
-    (hypothesis directory database) under ``report_dir/hypothesis-examples/<claim>``; figures
-    of the explored parameters coloured by verdict are written to ``report_dir`` too.
+    (hypothesis directory database) under ``report_dir/hypothesis-examples/<claim>``.  Nothing
+    is rendered here: ``report.write_report(..., exploration=res)`` draws its figures and section.
     """
     import os
 
@@ -674,114 +674,7 @@ def explore_suite(claims: Sequence[str] | None, n_per_claim: int, *, mode: str =
         out = [o.value for o in ex.run(tasks, desc="explore", progress=progress)]
     res = SuiteExploration(out, skipped, n_per_claim, alpha, confirm_level, seed,
                            os.path.join(report_dir, "hypothesis-examples") if report_dir else None)
-    if report_dir and out:
-        res.figures = write_figures(res, report_dir)
     return res
-
-
-def write_figures(res: SuiteExploration, directory: str) -> list[str]:
-    """One figure per explored claim (PNG and PDF): its numeric parameters (pairs of axes) coloured
-    by verdict; fills ``res.figure_files`` and ``res.images`` for the report."""
-    import os
-    from pathlib import Path
-
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from .report import _save
-
-    colours = {"passed": "tab:green", "not confirmed": "tab:orange", "failed": "tab:red"}
-    paths = []
-    for e in res.explorations:
-        rows = [x for x in e.examples if "verdict" in x]
-        if not rows:
-            continue
-        numeric = [i for i, v in enumerate(rows[0]["config"]) if isinstance(v, (int, float))]
-        pairs = list(zip(numeric[::2], numeric[1::2]))
-        if len(numeric) % 2:
-            pairs.append((numeric[-1], numeric[0]))
-        if not pairs:
-            continue
-        fig, axes = plt.subplots(1, len(pairs), figsize=(3.2 * len(pairs), 3.0), squeeze=False)
-        for ax, (i, j) in zip(axes[0], pairs):
-            for verdict, colour in colours.items():
-                pts = [(x["config"][i], x["config"][j]) for x in rows if x["verdict"] == verdict]
-                if pts:
-                    ax.scatter(*zip(*pts), c=colour, label=verdict, s=18)
-            ax.set_xlabel(e.fields[i] if i < len(e.fields) else f"field {i}")
-            ax.set_ylabel(e.fields[j] if j < len(e.fields) else f"field {j}")
-        axes[0][0].legend(fontsize=7)
-        fig.suptitle(f"{e.claim}: explored parameters ({len(rows)} examples)", fontsize=9)
-        fig.tight_layout()
-        try:
-            res.figure_files[e.claim] = _save(fig, Path(directory), f"explore_{e.claim}", res.images)
-        finally:
-            plt.close(fig)
-        paths.append(os.path.join(directory, res.figure_files[e.claim]["png"]))
-    return paths
-
-
-def _fields(e: Exploration, config) -> str:
-    names = e.fields if len(e.fields) == len(config) else [f"field {i}" for i in range(len(config))]
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in zip(names, config))
-
-
-def _rows(e: Exploration) -> list[tuple[str, ...]]:
-    def p(x):
-        return "-" if x is None else f"{x:.3g}"
-    return [(x["stage"], _fields(e, x["config"]), p(x["pvalue"]), p(x["screen_level"]), p(x.get("confirm_pvalue")),
-             x["verdict"]) for x in e.examples]
-
-
-def report_markdown(res: SuiteExploration) -> str:
-    """The report's exploration section (markdown): per claim the explored domain, the number of
-    examples, a table of them and the figure of the explored parameters coloured by verdict."""
-    lines = ["", "## Exploration (hypothesis-drawn parameters)", "", res.familywise_text + ".", ""]
-    for e in res.explorations:
-        c = e.counterexample
-        lines += [f"### {e.claim}: {'PASS' if e.passed else 'FAIL'}", "",
-                  f"Domain: `{e.domain}`; {len(e.examples)} examples ({e.n_requested} requested), "
-                  f"{e.seconds:.1f} s.", ""]
-        if c is not None:
-            lines += [f"**Minimal counterexample** (shrunk): `{_fields(e, c['shrunk'])}` "
-                      f"(first found: `{_fields(e, c['first'])}`).", ""]
-        lines += ["| stage | parameters | p-value | screen level | confirmation p | verdict |",
-                  "| --- | --- | --- | --- | --- | --- |"]
-        lines += ["| " + " | ".join(r) + " |" for r in _rows(e)]
-        f = res.figure_files.get(e.claim)
-        if f:
-            lines += ["", f"![{e.claim}: explored parameters by verdict]({f['png']}) ([PDF]({f['pdf']}))"]
-        lines += [f"", *[f"Note: {n}" for n in e.notes]]
-    for name, why in res.skipped.items():
-        lines.append(f"Not explored: `{name}` ({why}).")
-    return "\n".join(lines) + "\n"
-
-
-def report_html(res: SuiteExploration) -> str:
-    """The same section as :func:`report_markdown`, as HTML (figures embedded as base64 PNG)."""
-    from .report import _e, _img, _verdict_html
-    h = ["<h2>Exploration (hypothesis-drawn parameters)</h2>", f"<p>{_e(res.familywise_text)}.</p>"]
-    for e in res.explorations:
-        c = e.counterexample
-        h += [f"<h3>{_e(e.claim)}: {_verdict_html(e.passed)}</h3>",
-              f"<p>Domain: <code>{_e(e.domain)}</code>; {len(e.examples)} examples ({e.n_requested} requested), "
-              f"{e.seconds:.1f} s.</p>"]
-        if c is not None:
-            h.append(f"<p><strong>Minimal counterexample</strong> (shrunk): <code>{_e(_fields(e, c['shrunk']))}</code> "
-                     f"(first found: <code>{_e(_fields(e, c['first']))}</code>).</p>")
-        h.append("<table><tr><th>stage</th><th>parameters</th><th>p-value</th><th>screen level</th>"
-                 "<th>confirmation p</th><th>verdict</th></tr>")
-        h += ["<tr>" + "".join(f"<td>{_e(x)}</td>" for x in r) + "</tr>" for r in _rows(e)]
-        h.append("</table>")
-        f = res.figure_files.get(e.claim)
-        if f:
-            h += ["<figure>", _img(res.images.get(f["png"]), f"{e.claim}: explored parameters"),
-                  f"<figcaption>{_e(e.claim)}: explored parameters coloured by verdict (also as "
-                  f"{_e(f['pdf'])})</figcaption></figure>"]
-        h += [f"<p>Note: {_e(n)}</p>" for n in e.notes]
-    h += [f"<p>Not explored: <code>{_e(n)}</code> ({_e(w)}).</p>" for n, w in res.skipped.items()]
-    return "\n".join(h) + "\n"
 
 
 def write_json(res: SuiteExploration, directory: str) -> str:

@@ -12,6 +12,9 @@
 * every figure as PNG and PDF, and ``summary.png``/``summary.pdf``: one page with every
   check's standardized deviation from the derived value and its interval.
 
+With ``exploration=`` (an ``explore.SuiteExploration``, data only) the report also renders the
+exploration: its section in report.md/report.html and ``explore_<claim>.png``/``.pdf``.
+
 Every file is written atomically through ``sssn_verify.outputs`` (a temporary file in DIR,
 then a rename), after checking that DIR is a writable folder.
 
@@ -235,8 +238,9 @@ def write_report(suite, directory: str | os.PathLike, *, figures: bool = True,
     """Write report.json, report.md, report.html and the figures (PNG and PDF) into `directory`.
 
     Returns the paths written (``figures``: the PNGs, ``figures_pdf``: the same as PDF).  `command` is the command line recorded in the provenance
-    block (default ``sys.argv``).  `exploration` (``explore.SuiteExploration``, its figures already
-    in `directory`) adds its section to report.md and report.html and its data to report.json.
+    block (default ``sys.argv``).  `exploration` (``explore.SuiteExploration``) adds its figures
+    (:func:`exploration_figures`, unless already drawn), its section to report.md and report.html
+    and its data to report.json.
     """
     out = check_report_dir(directory)
     figs: dict[str, list[dict[str, str]]] = {}
@@ -244,6 +248,8 @@ def write_report(suite, directory: str | os.PathLike, *, figures: bool = True,
     images: dict[str, bytes] = {}
     if figures:
         figs, summary, images = _figures(suite, out)
+    if exploration is not None and figures and not exploration.figure_files:
+        exploration.figures = exploration_figures(exploration, out)
     data = report_data(suite, figs, summary, command)
     if exploration is not None:
         data["exploration"] = exploration.to_dict()
@@ -325,8 +331,7 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
         for f in figs.get(r.name, []):
             lines += ["", f"![{r.name}: {f['title']}]({f['png']}) ([PDF]({f['pdf']}))"]
     if exploration is not None:
-        from .explore import report_markdown
-        lines.append(report_markdown(exploration))
+        lines.append(exploration_markdown(exploration))
     return "\n".join(lines) + "\n"
 
 
@@ -442,8 +447,7 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
             h += ["<figure>", _img(images.get(f["png"]), f"{r.name}: {f['title']}"),
                   f"<figcaption>{_e(f['title'])} (also as {_e(f['pdf'])})</figcaption></figure>"]
     if exploration is not None:
-        from .explore import report_html
-        h.append(report_html(exploration))
+        h.append(exploration_html(exploration))
     h.append("</body></html>")
     return "\n".join(h) + "\n"
 
@@ -634,5 +638,101 @@ def _figures(suite, out: Path):
     return made, summary, images
 
 
-def suite_json(suite) -> dict[str, Any]:
-    return suite.to_dict()
+# ---------------------------------------------------------------- the exploration (explore.SuiteExploration)
+def exploration_figures(res, directory) -> list[str]:
+    """One figure per explored claim (PNG and PDF): its numeric parameters (pairs of axes) coloured
+    by verdict; fills ``res.figure_files`` and ``res.images`` for the report."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = {"passed": "tab:green", "not confirmed": "tab:orange", "failed": "tab:red"}
+    paths = []
+    for e in res.explorations:
+        rows = [x for x in e.examples if "verdict" in x]
+        if not rows:
+            continue
+        numeric = [i for i, v in enumerate(rows[0]["config"]) if isinstance(v, (int, float))]
+        pairs = list(zip(numeric[::2], numeric[1::2]))
+        if len(numeric) % 2:
+            pairs.append((numeric[-1], numeric[0]))
+        if not pairs:
+            continue
+        fig, axes = plt.subplots(1, len(pairs), figsize=(3.2 * len(pairs), 3.0), squeeze=False)
+        for ax, (i, j) in zip(axes[0], pairs):
+            for verdict, colour in colours.items():
+                pts = [(x["config"][i], x["config"][j]) for x in rows if x["verdict"] == verdict]
+                if pts:
+                    ax.scatter(*zip(*pts), c=colour, label=verdict, s=18)
+            ax.set_xlabel(e.fields[i] if i < len(e.fields) else f"field {i}")
+            ax.set_ylabel(e.fields[j] if j < len(e.fields) else f"field {j}")
+        axes[0][0].legend(fontsize=7)
+        fig.suptitle(f"{e.claim}: explored parameters ({len(rows)} examples)", fontsize=9)
+        fig.tight_layout()
+        try:
+            res.figure_files[e.claim] = _save(fig, Path(directory), f"explore_{e.claim}", res.images)
+        finally:
+            plt.close(fig)
+        paths.append(os.path.join(directory, res.figure_files[e.claim]["png"]))
+    return paths
+
+
+def _explore_fields(e, config) -> str:
+    names = e.fields if len(e.fields) == len(config) else [f"field {i}" for i in range(len(config))]
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in zip(names, config))
+
+
+def _explore_rows(e) -> list[tuple[str, ...]]:
+    def p(x):
+        return "-" if x is None else f"{x:.3g}"
+    return [(x["stage"], _explore_fields(e, x["config"]), p(x["pvalue"]), p(x["screen_level"]), p(x.get("confirm_pvalue")),
+             x["verdict"]) for x in e.examples]
+
+
+def exploration_markdown(res) -> str:
+    """The report's exploration section (markdown): per claim the explored domain, the number of
+    examples, a table of them and the figure of the explored parameters coloured by verdict."""
+    lines = ["", "## Exploration (hypothesis-drawn parameters)", "", res.familywise_text + ".", ""]
+    for e in res.explorations:
+        c = e.counterexample
+        lines += [f"### {e.claim}: {'PASS' if e.passed else 'FAIL'}", "",
+                  f"Domain: `{e.domain}`; {len(e.examples)} examples ({e.n_requested} requested), "
+                  f"{e.seconds:.1f} s.", ""]
+        if c is not None:
+            lines += [f"**Minimal counterexample** (shrunk): `{_explore_fields(e, c['shrunk'])}` "
+                      f"(first found: `{_explore_fields(e, c['first'])}`).", ""]
+        lines += ["| stage | parameters | p-value | screen level | confirmation p | verdict |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        lines += ["| " + " | ".join(r) + " |" for r in _explore_rows(e)]
+        f = res.figure_files.get(e.claim)
+        if f:
+            lines += ["", f"![{e.claim}: explored parameters by verdict]({f['png']}) ([PDF]({f['pdf']}))"]
+        lines += [f"", *[f"Note: {n}" for n in e.notes]]
+    for name, why in res.skipped.items():
+        lines.append(f"Not explored: `{name}` ({why}).")
+    return "\n".join(lines) + "\n"
+
+
+def exploration_html(res) -> str:
+    """The same section as :func:`exploration_markdown`, as HTML (figures embedded as base64 PNG)."""
+    h = ["<h2>Exploration (hypothesis-drawn parameters)</h2>", f"<p>{_e(res.familywise_text)}.</p>"]
+    for e in res.explorations:
+        c = e.counterexample
+        h += [f"<h3>{_e(e.claim)}: {_verdict_html(e.passed)}</h3>",
+              f"<p>Domain: <code>{_e(e.domain)}</code>; {len(e.examples)} examples ({e.n_requested} requested), "
+              f"{e.seconds:.1f} s.</p>"]
+        if c is not None:
+            h.append(f"<p><strong>Minimal counterexample</strong> (shrunk): <code>{_e(_explore_fields(e, c['shrunk']))}</code> "
+                     f"(first found: <code>{_e(_explore_fields(e, c['first']))}</code>).</p>")
+        h.append("<table><tr><th>stage</th><th>parameters</th><th>p-value</th><th>screen level</th>"
+                 "<th>confirmation p</th><th>verdict</th></tr>")
+        h += ["<tr>" + "".join(f"<td>{_e(x)}</td>" for x in r) + "</tr>" for r in _explore_rows(e)]
+        h.append("</table>")
+        f = res.figure_files.get(e.claim)
+        if f:
+            h += ["<figure>", _img(res.images.get(f["png"]), f"{e.claim}: explored parameters"),
+                  f"<figcaption>{_e(e.claim)}: explored parameters coloured by verdict (also as "
+                  f"{_e(f['pdf'])})</figcaption></figure>"]
+        h += [f"<p>Note: {_e(n)}</p>" for n in e.notes]
+    h += [f"<p>Not explored: <code>{_e(n)}</code> ({_e(w)}).</p>" for n, w in res.skipped.items()]
+    return "\n".join(h) + "\n"

@@ -67,10 +67,12 @@ def test_suite_writes_json_figure_and_report_section(tmp_path):
     d = res.to_dict()
     assert d["passed"] and d["familywise"] == pytest.approx(1e-4)
     assert [c["claim"] for c in d["claims"]] == ["lyapunov", "kernel"]
-    assert os.path.exists(tmp_path / "explore_lyapunov.png") and os.path.exists(tmp_path / "explore_lyapunov.pdf")
     json.dumps(d, allow_nan=False)
+    assert not os.path.exists(tmp_path / "explore_lyapunov.png")     # explore returns data; report renders
     # the report: per claim the domain, the number of examples, the table and the figure
     write_report(fake_suite(), tmp_path, exploration=res)
+    assert os.path.exists(tmp_path / "explore_lyapunov.png") and os.path.exists(tmp_path / "explore_lyapunov.pdf")
+    assert [os.path.basename(f) for f in res.to_dict()["figures"]] == ["explore_lyapunov.png", "explore_kernel.png"]
     md = (tmp_path / "report.md").read_text()
     html = (tmp_path / "report.html").read_text()
     for claim in ("lyapunov", "kernel"):

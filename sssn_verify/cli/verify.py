@@ -69,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
         exploration = _explore(args, alpha, ex)
         paths = (write_report(suite, args.report, command=getattr(args, "argv", None), exploration=exploration)
                  if args.report else None)
+        if args.report:
+            from ..explore import write_json
+            write_json(exploration, args.report)   # after write_report, which draws its figures
     if args.json:
         out = suite.to_dict()
         if paths:
@@ -88,13 +91,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _explore(args, alpha, executor):
     """The hypothesis exploration of the claims' domains (sssn_verify.explore)."""
-    from ..explore import DEFAULT_EXPLORE, explore_suite, write_json
+    from ..explore import DEFAULT_EXPLORE, explore_suite
     n = DEFAULT_EXPLORE[args.mode] if args.explore is None else args.explore
-    res = explore_suite(args.claim, n, mode=args.mode, seed=args.seed, alpha=alpha, report_dir=args.report,
-                        progress=not args.no_progress, executor=executor)
-    if args.report:
-        write_json(res, args.report)
-    return res
+    return explore_suite(args.claim, n, mode=args.mode, seed=args.seed, alpha=alpha, report_dir=args.report,
+                         progress=not args.no_progress, executor=executor)
 
 
 def _campaign(args, seeds, alpha) -> int:
