@@ -31,7 +31,7 @@ import sympy as sp
 from sympy.printing.pycode import PythonCodePrinter
 
 from .errors import ActivationError
-from .expr import Node, parse_expression, parse_with_tree, quote
+from .expr import Node, canonical, parse_with_tree, quote
 from .outputs import private_folder, write_atomic
 
 u = sp.Symbol("u", real=True)
@@ -60,22 +60,25 @@ REGISTRY: dict[str, tuple[Callable, float | None, str]] = {
     "cos": (lambda p: sp.cos(p * u), 1.0, "cos(w u)  (cos:w)"),
 }
 
-def _number(text: str) -> sp.Expr:
-    """A registry parameter (``leaky_relu:0.1``): a finite constant in the safe language."""
+def _number(text: str) -> tuple[sp.Expr, str]:
+    """A registry parameter (``leaky_relu:0.1``): a finite constant in the safe language,
+    and its canonical text (rebuilt from the parsed tree)."""
     try:
-        value = parse_expression(text, {}, error=ActivationError)
+        tree, value = parse_with_tree(text, {}, error=ActivationError)
     except ActivationError:
-        value = None
+        tree = value = None
     if value is None or not value.is_number or not value.is_finite:
         raise ActivationError(f"activation parameter {quote(text)} is not a finite number")
-    return sp.nsimplify(value, rational=True) if isinstance(value, sp.Float) else value
+    value = sp.nsimplify(value, rational=True) if isinstance(value, sp.Float) else value
+    return value, canonical(tree)
 
 
 @dataclass(frozen=True)
 class Activation:
     """One activation: its sympy expression in ``u`` and everything derived from it."""
 
-    name: str                 # canonical spec string ("relu", "leaky_relu:0.1", "sin(3*u)")
+    name: str                 # canonical spec ("relu", "leaky_relu:0.1", "sin(3*u)"): rebuilt from
+    #                           the parsed tree (expr.canonical), never the user's raw text
     family: str               # registry key, or "expr" for a user expression
     expr: sp.Expr = field(compare=False)
     param: sp.Expr | None = field(default=None, compare=False)
@@ -388,9 +391,12 @@ def _parse(spec: str) -> Activation:
         builder, default, _ = REGISTRY[key]
         if sep and default is None:
             raise ActivationError(f"activation {key!r} takes no parameter (got {text!r})")
-        param = _number(value.strip()) if sep else (None if default is None else sp.nsimplify(default))
-        canonical = key if param is None or not sep else f"{key}:{value.strip()}"
-        return Activation(canonical, key, builder(param), param)
+        if sep:
+            param, shown = _number(value.strip())
+            name = f"{key}:{shown}"
+        else:
+            param, name = (None if default is None else sp.nsimplify(default)), key
+        return Activation(name, key, builder(param), param)
     if sep:
         raise ActivationError(
             f"unknown activation {quote(key)}; known: {', '.join(sorted(REGISTRY))}, or an expression in u")
@@ -403,10 +409,10 @@ def _parse(spec: str) -> Activation:
         raise ActivationError(f"invalid activation: {exc}") from None
     if not isinstance(expr, sp.Expr):
         raise ActivationError(f"activation {quote(text)} is not a scalar expression in u")
-    act = Activation(text, "expr", expr, None, tree)
+    act = Activation(canonical(tree), "expr", expr, None, tree)
     problem = act.singularity_problem
     if problem:
-        raise ActivationError(f"activation {quote(text)}: {problem}")
+        raise ActivationError(f"activation {quote(act.name)}: {problem}")
     return act
 
 

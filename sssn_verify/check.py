@@ -107,7 +107,8 @@ def _claim(name: str):
 
 @dataclass(frozen=True)
 class Candidate:
-    """A parsed candidate: its text, sympy expression and the claim it is for."""
+    """A parsed candidate: its canonical text (rebuilt from the parsed tree), sympy expression
+    and the claim it is for."""
 
     claim: str
     text: str
@@ -123,16 +124,16 @@ class Candidate:
 
 def parse_candidate(claim: str, text: str) -> Candidate:
     """Parse `text` in the safe expression language, allowing only the claim's variables."""
-    from .expr import parse_expression
+    from .expr import canonical, parse_with_tree
     cc = _claim(claim).candidate
     if not isinstance(text, str) or not text.strip():
         raise CandidateError("empty candidate expression")
     symbols = {n: sp.Symbol(n, real=True) for n in cc.variables}
     symbols.update({short: symbols[full] for short, full in SHORT_NAMES.items() if full in symbols})
-    expr = parse_expression(text, symbols, error=CandidateError)
+    tree, expr = parse_with_tree(text, symbols, error=CandidateError)
     if not isinstance(expr, sp.Expr):
-        raise CandidateError(f"candidate {text!r} is not a scalar expression")
-    return Candidate(claim, text, expr)
+        raise CandidateError(f"candidate {canonical(tree)!r} is not a scalar expression")
+    return Candidate(claim, canonical(tree), expr)
 
 
 @dataclass
@@ -456,7 +457,7 @@ def check_candidate(claim: str, candidate: str, *, activation: str = "relu", d: 
     if claim != the_claim.name:
         info["asked_as"] = claim
     v = values_at(t.point)
-    return CheckOutcome(claim=the_claim.name, candidate=candidate,
+    return CheckOutcome(claim=the_claim.name, candidate=cand.text,
                         verdict="consistent" if r.passed else "rejected", estimate=t.evidence.estimate,
                         stderr=t.evidence.stderr, candidate_value=t.candidate_value, derived_value=t.derived_value,
                         parameters={**t.point, **{k: v[k] for k in ("k0", "k1") if k in v}},

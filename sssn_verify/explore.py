@@ -68,9 +68,11 @@ _SYMBOLS = {name: sp.Symbol(name, real=True) for name in QUANTITIES}
 
 
 def parse_statement(text: str, what: str = "statement") -> Statement:
-    """Parse a condition (comparisons joined by and/or/not) with the safe parser."""
-    from .expr import parse_expression
-    expr = parse_expression(text, _SYMBOLS, allow_logic=True)
+    """Parse a condition (comparisons joined by and/or/not) with the safe parser; its text is
+    the canonical text of the parsed tree (no comment or raw user character is kept)."""
+    from .expr import canonical, parse_with_tree
+    tree, expr = parse_with_tree(text, _SYMBOLS, allow_logic=True)
+    text = canonical(tree)
     if expr is sp.true or expr is sp.false:
         raise ExpressionError(f"the {what} {text!r} is always {bool(expr)}: nothing to search")
     if not isinstance(expr, sp.logic.boolalg.Boolean):
@@ -396,12 +398,12 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
     if state["first"] is not None and state["evals"] - state["first"] >= max_shrinks:
         notes.append(f"shrinking stopped after {max_shrinks} evaluations (max_shrinks)")
     if state["last"] is None:
-        return FindResult(statement, assume, False, None, None, None, state["evals"],
+        return FindResult(stmt.text, cond and cond.text, False, None, None, None, state["evals"],
                           state["undetermined"], dom, seed, max_examples, notes)
     point, (values, errors) = state["last"]
     point = {"activation": point["activation"], "d": int(point["d"]),
              **{k: float(point[k]) for k in PARAMETERS if k != "d"}}
-    return FindResult(statement, assume, True, point, values, errors, state["evals"],
+    return FindResult(stmt.text, cond and cond.text, True, point, values, errors, state["evals"],
                       state["undetermined"], dom, seed, max_examples, notes)
 
 

@@ -118,6 +118,55 @@ class Node:
         return "(" + f" {k} ".join(map(str, c)) + ")"
 
 
+_PREC = {"+": 10, "-": 10, "*": 20, "/": 20, "**": 40}
+_NEG_PREC = 30
+_ATOM = 100
+
+
+def _prec(n: Node) -> int:
+    if n.kind == "op":
+        return _PREC[n.value]
+    return _NEG_PREC if n.kind == "neg" else _ATOM
+
+
+def canonical(tree: Node) -> str:
+    """The canonical text of a validated tree: what a name shows everywhere (derive, latex,
+    report, terminal, plot titles).  Built from the tree alone, so no comment or other raw
+    user character survives; ``parse_tree(canonical(t), ...)`` gives `t` back (tested).
+    Operators as in Python (``**`` for powers), spaces around ``+``/``-`` and comparisons,
+    parentheses only where the grammar needs them."""
+    def group(n: Node, ok: bool) -> str:
+        text = canonical(n)
+        return text if ok else f"({text})"
+
+    k, c = tree.kind, tree.children
+    if k in ("num", "var", "const"):
+        return tree.value
+    if k == "true":
+        return "True"
+    if k == "op":
+        p = _PREC[tree.value]
+        if tree.value == "**":     # right-associative; -x**2 is -(x**2), so a negative base needs ( )
+            left, right = group(c[0], _prec(c[0]) > p), group(c[1], _prec(c[1]) >= p)
+        else:
+            left, right = group(c[0], _prec(c[0]) >= p), group(c[1], _prec(c[1]) > p)
+        sep = f" {tree.value} " if p == 10 else tree.value
+        return f"{left}{sep}{right}"
+    if k == "neg":
+        return "-" + group(c[0], _prec(c[0]) >= _NEG_PREC)
+    if k == "call":
+        return f"{tree.value}({', '.join(canonical(x) for x in c)})"
+    if k == "pair":
+        return f"({canonical(c[0])}, {canonical(c[1])})"
+    if k == "cmp":
+        ops = tree.value.split()
+        return " ".join([canonical(c[0])] + [f"{o} {canonical(x)}" for o, x in zip(ops, c[1:])])
+    if k == "not":
+        return "not " + group(c[0], c[0].kind in ("cmp", "not"))
+    # and / or: a nested and/or (or a not inside an and/or) is parenthesized
+    return f" {k} ".join(group(x, x.kind == "cmp") for x in c)
+
+
 def quote(text: str, limit: int = 60) -> str:
     """`text` quoted on one line, shortened to about `limit` characters."""
     r = repr(text)

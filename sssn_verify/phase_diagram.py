@@ -33,6 +33,7 @@ from functools import lru_cache
 import numpy as np
 
 from .errors import ParameterError
+from .escape import plot_text
 from .limits import MAX_D, MAX_GRID, check_at_most
 from .params import check_int, check_real
 
@@ -178,7 +179,7 @@ def phase_diagram_figure(activation, x: str = "d", y: str = "sigma_b", xs=None, 
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     fixed = ", ".join(f"{k}={v:g}" for k, v in base.items() if k not in (x, y))
-    ax.set_title(f"{act.name}: sign regions of lambda_1 and lambda_bar ({fixed})", fontsize=9)
+    ax.set_title(plot_text(f"{act.name}: sign regions of lambda_1 and lambda_bar ({fixed})"), fontsize=9)
     if empirical is None:
         ax.legend(handles=handles, loc="upper left", fontsize=7, framealpha=0.9)
     else:

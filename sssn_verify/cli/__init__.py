@@ -18,6 +18,7 @@ import sys
 import warnings
 
 from ..errors import SSSNError
+from ..escape import terminal
 
 _NOT_COMMANDS = {"common"}
 
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         return code
     except SSSNError as exc:
-        msg = " ".join(str(exc).split())            # always one line
+        msg = terminal(" ".join(str(exc).split()))  # always one line, no control characters
         print(f"{name}: error: {msg}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

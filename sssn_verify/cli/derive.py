@@ -129,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
     from ..symbolic import DERIVATIONS, derivation_names
     from ..errors import DerivationError
 
-    get_activation(args.activation)                      # ActivationError -> exit 2
+    # ActivationError -> exit 2; from here on the name is the canonical text of the parsed tree
+    args.activation = get_activation(args.activation).name
     check_sigmas(args.sigma_w, args.sigma_b, args.sigma_a)
     if args.rho is not None:
         check_real("rho", args.rho, -1.0, maximum=1.0)

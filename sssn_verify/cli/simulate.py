@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ParameterError
+from ..escape import plot_text
 from ..numeric.models import REGISTRY
 from ..outputs import IMAGE_EXTENSIONS, output_path, write_atomic
 from ..params import load_attention
@@ -139,8 +140,8 @@ def plot_coupled(res, path: str) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("width m")
     ax.set_ylabel(f"E max_l max_i |x^(l,m) - x^(l,{res.widths[-1]})|^2")
-    ax.set_title(f"width coupling: N={res.params.n_tokens}, d={res.params.d}, L={res.depth}, "
-                 f"{res.params.activation.name}", fontsize=9)
+    ax.set_title(plot_text(f"width coupling: N={res.params.n_tokens}, d={res.params.d}, L={res.depth}, "
+                           f"{res.params.activation.name}"), fontsize=9)
     ax.legend()
     fig.tight_layout()
     write_atomic(path, lambda fh: fig.savefig(fh, format=Path(path).suffix[1:].lower(), dpi=110),
@@ -153,8 +154,8 @@ def plot(res, path: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    title = (f"{res.model}: N={res.params.n_tokens}, d={res.params.d}, L={res.depth}, "
-             f"{res.params.activation.name}, beta={res.params.beta:g}")
+    title = plot_text(f"{res.model}: N={res.params.n_tokens}, d={res.params.d}, L={res.depth}, "
+                      f"{res.params.activation.name}, beta={res.params.beta:g}")
     if res.params.d == 3:
         fig = plt.figure(figsize=(6, 6))
         ax = fig.add_subplot(projection="3d")
