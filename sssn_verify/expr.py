@@ -97,25 +97,7 @@ class Node:
         return hashlib.sha256(repr(self).encode()).hexdigest()
 
     def __str__(self) -> str:
-        k, c = self.kind, self.children
-        if k in ("num", "var", "const"):
-            return self.value
-        if k == "true":
-            return "True"
-        if k == "op":
-            return f"({c[0]} {self.value} {c[1]})"
-        if k == "neg":
-            return f"(-{c[0]})"
-        if k == "call":
-            return f"{self.value}({', '.join(map(str, c))})"
-        if k == "pair":
-            return f"({c[0]}, {c[1]})"
-        if k == "cmp":
-            ops = self.value.split()
-            return "(" + " ".join([str(c[0])] + [f"{o} {x}" for o, x in zip(ops, c[1:])]) + ")"
-        if k == "not":
-            return f"(not {c[0]})"
-        return "(" + f" {k} ".join(map(str, c)) + ")"
+        return canonical(self)
 
 
 _PREC = {"+": 10, "-": 10, "*": 20, "/": 20, "**": 40}
