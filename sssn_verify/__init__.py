@@ -42,7 +42,7 @@ _LAZY = {
     "simulate_sde": "sssn_verify.engine", "sde_refinement_ladder": "sssn_verify.engine",
     "lyapunov_tangent": "sssn_verify.engine", "simulate_coupled": "sssn_verify.engine",
     "verify": "sssn_verify.verify", "check_candidate": "sssn_verify.check",
-    "phase_diagram_figure": "sssn_verify.phase_diagram",
+    "phase_diagram_figure": "sssn_verify.phase_diagram", "scan": "sssn_verify.scan",
 }
 
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 from .numeric.kernels import kernel
 from .numeric.rates import c_att as _c_att
 from .numeric.rates import c_att_general, lambda1, lambda_bar_from_kernel, lambda_edge, near_sync_rate
@@ -31,9 +33,34 @@ from .params import ModelParams
 from .sync_time import log_distance_variance, lyapunov_spectrum
 
 
+#: field -> meaning (Regime's fields, in order; ``help(Regime)`` and ``Regime.FIELDS`` show them)
+FIELDS = {
+    "activation": "the activation's canonical name",
+    "d": "ambient dimension (tokens on S^{d-1})",
+    "sigma_w": "std of each weight coordinate", "sigma_b": "std of the bias",
+    "sigma_a": "std of each output-weight coordinate", "beta": "attention inverse temperature",
+    "kernel_method": "how K was computed: 'closed form' or 'quadrature'",
+    "k0": "K(1) = sigma_a^2 E[phi(U)^2]", "k1": "K'(1) (inf when phi jumps)",
+    "lambda1": "top Lyapunov exponent ((d-3) k1 - (d-1) k0)/2",
+    "lambda_bar": "sup over rho in [-1, 1) of L2 f / f (the noise-only energy rate)",
+    "lambda_bar_argmax": "the rho attaining lambda_bar (1.0: the rho -> 1 limit)",
+    "lambda_bar_edge": "the rho -> 1 limit (d-1) k1 - (d-3) k0",
+    "sup_at_edge": "lambda_bar is the edge value",
+    "c_att": "attention constant C_att (0 for energy-lowering attention)",
+    "c_att_general": "the general bound 2 ||V|| (1 + beta ||K^T Q||) (2 (S_V + beta S_VKQ) for H heads)",
+    "rate_lower_bound": "lambda_edge - 2 lambda_min((V+V^T)/2): no uniform energy rate is smaller",
+    "synchronizes": "lambda_1 < 0 (True), > 0 (False), undetermined (None: lambda_1 zero or undefined)",
+    "dissipates": "lambda_bar + C_att < 0 (True), rate_lower_bound > 0 (False), else undetermined (None)",
+    "lyapunov_spectrum": "lambda_i = ((d-1-2i) k1 - (d-1) k0)/2, i = 1..d-1, descending",
+    "log_distance_variance": "sigma^2 = k0 + k1, the variance rate of log|x_1 - x_2| at small distance",
+    "rate_interval": "[rate_lower_bound, lambda_bar + C_att]: where the best uniform energy rate lies",
+    "reason": "the dissipation verdict in words, with its numbers",
+}
+
+
 @dataclass(frozen=True)
 class Regime:
-    """The rates and verdicts of one parameter set."""
+    """The rates and verdicts of one parameter set (fields: :data:`FIELDS`)."""
 
     activation: str
     d: int
@@ -57,15 +84,64 @@ class Regime:
     lyapunov_spectrum: tuple[float, ...] = ()
     log_distance_variance: float = math.nan
 
+    FIELDS = FIELDS
+
+    @property
+    def rate_interval(self) -> tuple[float, float]:
+        """[a, b] holding the best uniform exponential rate of E[E_beta]: a = rate_lower_bound,
+        b = lambda_bar + C_att."""
+        return (self.rate_lower_bound, self.lambda_bar + self.c_att)
+
+    @property
+    def verdict(self) -> str:
+        """"dissipates", "does not dissipate" or "undetermined: the rate lies in [a, b]"."""
+        return dissipation_text(self.dissipates, *self.rate_interval)
+
+    @property
+    def reason(self) -> str:
+        """Why: the bound that decides the verdict (or why neither does), with its numbers."""
+        a, b = self.rate_interval
+        if self.dissipates:
+            return (f"lambda_bar + C_att = {_fmt(b)} < 0, so E[E_beta(mu_t)] <= exp({_fmt(b)} t) "
+                    "E[E_beta(mu_0)]")
+        if self.dissipates is False:
+            return (f"near synchronization, in the worst direction, the expected energy grows at rate "
+                    f"lambda_edge - 2 lambda_min((V+V^T)/2) = {_fmt(a)} > 0, so no uniform exponential "
+                    "dissipation holds")
+        return (f"lambda_bar + C_att = {_fmt(b)} >= 0 is no decay bound, and the rate near synchronization "
+                f"lambda_edge - 2 lambda_min((V+V^T)/2) = {_fmt(a)} <= 0 does not exclude one: the best "
+                "uniform rate lies between the two")
+
     def to_dict(self) -> dict:
-        return {k: _json_number(v) for k, v in asdict(self).items()}
+        """Every field (:data:`FIELDS`) as JSON-ready values (inf as "inf", nan as None)."""
+        out = {k: _json_number(v) for k, v in asdict(self).items()}
+        out["rate_interval"] = _json_number(list(self.rate_interval))
+        out["verdict"] = self.verdict
+        out["reason"] = self.reason
+        return out
+
+    def to_frame(self):
+        """One-row pandas DataFrame of :meth:`to_dict`'s scalar fields (the columns of ``sv.scan``
+        plus c_att_general, lyapunov_spectrum as a tuple, log_distance_variance, verdict, reason)."""
+        import pandas as pd
+        row = asdict(self)
+        row["lyapunov_spectrum"] = tuple(self.lyapunov_spectrum)
+        row["rate_interval"] = self.rate_interval
+        row["verdict"], row["reason"] = self.verdict, self.reason
+        frame = pd.DataFrame([row])
+        for col in ("synchronizes", "dissipates"):
+            frame[col] = pd.array([row[col]], dtype="boolean")
+        return frame
+
+    def __repr__(self) -> str:
+        return (f"Regime(activation={self.activation!r}, d={self.d}, sigma_w={self.sigma_w:g}, "
+                f"sigma_b={self.sigma_b:g}, sigma_a={self.sigma_a:g}, beta={self.beta:g}: "
+                f"lambda1={_fmt(self.lambda1)}, lambda_bar={_fmt(self.lambda_bar)}, c_att={_fmt(self.c_att)}, "
+                f"synchronizes={self.synchronizes}, dissipation: {self.verdict})")
 
     def text(self) -> str:
         """Plain-text report with the two verdicts."""
-        def fmt(x):
-            if isinstance(x, float) and math.isnan(x):
-                return "undefined"
-            return f"{x:.10g}" if isinstance(x, float) else str(x)
+        fmt = _fmt
         verdict = {True: "yes", False: "no", None: "undetermined"}
         where = "rho -> 1 (edge)" if self.sup_at_edge else f"rho = {self.lambda_bar_argmax:.6g}"
         lines = [
@@ -76,15 +152,43 @@ class Regime:
             f"lambda_bar(beta) = {fmt(self.lambda_bar)}   attained at {where};   "
             f"edge value (d-1) k1 - (d-3) k0 = {fmt(self.lambda_bar_edge)}",
             f"C_att = {fmt(self.c_att)}   (general bound {fmt(self.c_att_general)})",
-            f"lambda_bar + C_att = {fmt(self.lambda_bar + self.c_att)}   (no uniform rate below "
-            f"lambda_edge - 2 lambda_min(V_sym) = {fmt(self.rate_lower_bound)})",
+            f"energy rate bounds: lambda_bar + C_att = {fmt(self.lambda_bar + self.c_att)} (above); "
+            f"near synchronization lambda_edge - 2 lambda_min((V+V^T)/2) = {fmt(self.rate_lower_bound)} (below)",
             f"Lyapunov spectrum lambda_i = ((d-1-2i) k1 - (d-1) k0)/2: "
             + ", ".join(fmt(x) for x in self.lyapunov_spectrum),
             f"log-distance variance rate sigma^2 = k0 + k1 = {fmt(self.log_distance_variance)}",
             f"two-point synchronization: {verdict[self.synchronizes]}",
-            f"energy dissipation: {verdict[self.dissipates]}",
+            f"energy dissipation: {self.verdict}",
+            f"  because {self.reason}",
         ]
         return "\n".join(lines)
+
+
+def _fmt(x) -> str:
+    if isinstance(x, float) and math.isnan(x):
+        return "undefined"
+    return f"{x:.10g}" if isinstance(x, float) else str(x)
+
+
+def dissipation_text(dissipates, lower: float, upper: float) -> str:
+    """The dissipation verdict in words: "dissipates", "does not dissipate", "undetermined: the rate lies
+    in [a, b]"."""
+    if dissipates:
+        return "dissipates"
+    if dissipates is False:
+        return "does not dissipate"
+    return f"undetermined: the rate lies in [{lower:.6g}, {upper:.6g}]"
+
+
+def synchronization_verdicts(lam1) -> list:
+    """lambda_1 < 0: True, > 0: False, 0 or undefined (nan): None (elementwise on an array)."""
+    return [None if (math.isnan(x) or x == 0.0) else bool(x < 0) for x in np.ravel(np.asarray(lam1, dtype=float))]
+
+
+def dissipation_verdicts(upper, lower) -> list:
+    """lambda_bar + C_att < 0: True; else rate_lower_bound > 0: False; else None (elementwise)."""
+    up, lo = (np.ravel(np.asarray(a, dtype=float)) for a in (upper, lower))
+    return [True if u < 0 else (False if l > 0 else None) for u, l in zip(up, lo)]
 
 
 def _json_number(v):
@@ -119,14 +223,8 @@ def regime(params: ModelParams) -> Regime:
     _check_finite(k0=kf.k0, C_att=catt, C_att_general=cgen,
                   **({} if math.isinf(kf.k1) else dict(k1=kf.k1, lambda_1=lam1, lambda_bar=lam_bar,
                                                          lambda_bar_edge=edge, rate_lower_bound=lower)))
-    sync = None if (math.isnan(lam1) or lam1 == 0.0) else lam1 < 0
-    total = lam_bar + catt
-    if total < 0:
-        diss = True
-    elif lower > 0:
-        diss = False
-    else:
-        diss = None
+    (sync,) = synchronization_verdicts(lam1)
+    (diss,) = dissipation_verdicts(lam_bar + catt, lower)
     return Regime(
         activation=params.activation.name, d=params.d, sigma_w=params.sigma_w, sigma_b=params.sigma_b,
         sigma_a=params.sigma_a, beta=params.beta, kernel_method=kf.method, k0=float(kf.k0),
@@ -137,4 +235,4 @@ def regime(params: ModelParams) -> Regime:
         log_distance_variance=float(log_distance_variance(kf.k0, kf.k1)))
 
 
-__all__ = ["Regime", "regime"]
+__all__ = ["Regime", "regime", "FIELDS", "dissipation_text", "synchronization_verdicts", "dissipation_verdicts"]

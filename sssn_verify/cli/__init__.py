@@ -24,7 +24,13 @@ _NOT_COMMANDS = {"common"}
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with the one-line error contract (no usage block), exit code 2."""
+    """argparse with the one-line error contract (no usage block), exit code 2; help shows defaults
+    and keeps the examples' lines (``common.HelpFormatter``)."""
+
+    def __init__(self, *args, **kwargs):
+        from .common import HelpFormatter
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")

@@ -8,6 +8,37 @@ import sys
 from ..params import ModelParams
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default (unless it says one already, or it has none: a flag,
+    a required option, a default of None); the examples block keeps its lines."""
+
+    def _fill_text(self, text, width, indent):
+        if text.startswith("examples:"):
+            return "".join(indent + line + "\n" for line in text.splitlines()).rstrip("\n")
+        return super()._fill_text(text, width, indent)
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if ("%(default)" in text or "(default" in text or default is None or default is False
+                or default is argparse.SUPPRESS or action.required or not action.option_strings
+                or isinstance(action, (argparse._HelpAction, argparse._VersionAction))):
+            return text
+        shown = ",".join(map(str, default)) if isinstance(default, (list, tuple)) else default
+        return f"{text} (default: {shown})"
+
+
+def epilog(examples: list[str]) -> str:
+    """The examples block that ends a sub-command's --help (each line runnable as it stands)."""
+    return "examples:\n" + "\n".join(f"  {e}" for e in examples)
+
+
+def add_format_options(p: argparse.ArgumentParser, formats: tuple[str, ...], *, default: str) -> None:
+    """--format F (one of `formats`) and --json, the same as --format json (every sub-command spells it so)."""
+    p.add_argument("--format", choices=formats, default=default, help="output format")
+    p.add_argument("--json", action="store_true", help="the same as --format json")
+
+
 def add_kernel_options(p: argparse.ArgumentParser, *, activation_default: str = "relu") -> None:
     """--activation, --sigma-w, --sigma-b, --sigma-a."""
     p.add_argument("--activation", default=activation_default,

@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from ..errors import ParameterError
+from ..errors import DerivationError, ParameterError
 from ..params import check_int, check_real
 from .kernels import kernel
 
@@ -67,9 +67,16 @@ def lambda1(d: int, k0: float, k1: float) -> float:
     k1 = float(k1)
     if math.isnan(k1):
         raise ValueError("k1 is nan")
-    if math.isinf(k1):
-        return math.nan if d == 3 else math.copysign(math.inf, d - 3)
-    return float(_fn("lyapunov.lambda1")(d, k0, k1))
+    return float(lambda1_rows([d], [k0], [k1])[0])
+
+
+def lambda1_rows(d, k0, k1) -> np.ndarray:
+    """lambda_1 on arrays (validated by the caller); k1 = inf: +inf for d > 3, -inf for d = 2, nan at d = 3."""
+    d, k0, k1 = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in (d, k0, k1)))
+    jump = np.isinf(k1)
+    with np.errstate(invalid="ignore"):
+        finite = np.asarray(_fn("lyapunov.lambda1")(d, k0, np.where(jump, 0.0, k1)), dtype=float)
+    return np.where(jump, np.where(d == 3, math.nan, np.copysign(math.inf, d - 3)), finite)
 
 
 def lambda_edge(d: int, k0: float, k1: float) -> float:
@@ -80,17 +87,17 @@ def lambda_edge(d: int, k0: float, k1: float) -> float:
     return float(_fn("dissipation.edge_rate")(d, k0, k1))
 
 
-def ratio(kf, d: int, beta: float, us: np.ndarray) -> np.ndarray:
-    """L2 f / f at rho = 1 - u for u in (0, 2], stable near u = 0 (kf: a numeric kernel)."""
+def ratio(kf, d, beta, us: np.ndarray) -> np.ndarray:
+    """L2 f / f at rho = 1 - u for u in (0, 2], stable near u = 0 (kf: a numeric kernel).
+
+    d and beta broadcast against us (e.g. a column (n, 1) of rows against a grid (1, G))."""
     us = np.asarray(us, dtype=float)
     qs = kf.gap(us) / us
     num = _fn("dissipation.stable_numerator")(us, qs, d, kf.k0, beta)
-    if beta > 0:
-        # h(x) = -expm1(-x)/x with h(0) = 1: a subnormal beta makes x = beta u exactly 0 (not 0/0)
-        x = beta * us
-        h = np.where(x > 0, -np.expm1(-x) / np.where(x > 0, x, 1.0), 1.0)
-        return -np.exp(-x) * num / h
-    return -np.asarray(num, dtype=float) * np.ones_like(us)
+    # h(x) = -expm1(-x)/x with h(0) = 1: beta = 0, or a subnormal beta making x = beta u exactly 0 (not 0/0)
+    x = np.asarray(beta, dtype=float) * us
+    h = np.where(x > 0, -np.expm1(-x) / np.where(x > 0, x, 1.0), 1.0)
+    return -np.exp(-x) * num / h
 
 
 def lambda_bar(activation, d: int, sigma_w: float, sigma_b: float, sigma_a: float,
@@ -104,30 +111,85 @@ def lambda_bar(activation, d: int, sigma_w: float, sigma_b: float, sigma_a: floa
 
 def lambda_bar_from_kernel(kf, d: int, beta: float) -> tuple[float, float]:
     """lambda_bar for an already built kernel object (k0, k1, gap)."""
+    value, argmax = lambda_bar_rows(kf, [d], [beta])
+    return float(value[0]), float(argmax[0])
+
+
+def lambda_bar_rows(kf, d, beta) -> tuple[np.ndarray, np.ndarray]:
+    """lambda_bar and its argmax rho for one kernel and many (d, beta) rows at once (1-D arrays of one
+    length): the grid, the edge comparison and the nested refinement of the module docstring, row by
+    row in one array, so a scan costs numpy passes, not a Python loop per point."""
+    d = np.asarray(d, dtype=float).ravel()
+    beta = np.broadcast_to(np.asarray(beta, dtype=float).ravel(), d.shape)
+    n = d.size
     if kf.k0 == 0.0:            # sigma_a = 0: no noise, L2 f = 0
-        return 0.0, 1.0
-    edge = lambda_edge(d, kf.k0, kf.k1)
-    if math.isinf(edge):
-        return math.inf, 1.0
-    vals = ratio(kf, d, beta, GRID_U)
-    i = int(np.argmax(vals))
-    if edge >= vals[i]:
-        return float(edge), 1.0
-    lo = GRID_U[i - 1] if i > 0 else 0.5 * GRID_U[0]
-    hi = GRID_U[i + 1] if i + 1 < GRID_U.size else GRID_U[i]
-    best_u, best = GRID_U[i], float(vals[i])
+        return np.zeros(n), np.ones(n)
+    if math.isinf(kf.k1):
+        return np.full(n, math.inf), np.ones(n)
+    edge = np.asarray(_fn("dissipation.edge_rate")(d, kf.k0, kf.k1), dtype=float) * np.ones(n)
+    value, argmax = edge.copy(), np.ones(n)
+    for start in range(0, n, _ROWS):
+        rows = slice(start, min(n, start + _ROWS))
+        value[rows], argmax[rows] = _sup_rows(kf, d[rows, None], beta[rows, None], edge[rows])
+    return value, argmax
+
+
+_ROWS = 64                  # rows per block: 64 x 2640 doubles (1.4 MB) stay in cache
+
+
+def _grid_ratio(kf, d, beta) -> np.ndarray:
+    """ratio on GRID_U for rows (d, beta) (columns (n, 1)): per distinct beta the derived numerator at
+    d = 0 and its slope in d (N/u is affine in d: b is, a does not involve d; checked at d = 3), so a row
+    costs one multiply-add per grid point instead of the whole expression."""
+    us = GRID_U[None, :]
+    qs = kf.gap(GRID_U)[None, :] / us
+    f = _fn("dissipation.stable_numerator")
+    betas, inv = np.unique(beta[:, 0], return_inverse=True)
+    b = betas[:, None]
+    num0 = np.asarray(f(us, qs, 0.0, kf.k0, b), dtype=float) * np.ones_like(b)
+    slope = np.asarray(f(us, qs, 1.0, kf.k0, b), dtype=float) - num0
+    num3 = np.asarray(f(us, qs, 3.0, kf.k0, b), dtype=float)
+    if not np.allclose(num0 + 3.0 * slope, num3, rtol=1e-12, atol=1e-12 * kf.k0):
+        raise DerivationError("dissipation.stable_numerator is not affine in d")
+    x = b * us
+    h = np.where(x > 0, -np.expm1(-x) / np.where(x > 0, x, 1.0), 1.0)
+    pref = -np.exp(-x) / h
+    out = np.empty((d.shape[0], GRID_U.size))
+    for k in range(betas.size):
+        rows = slice(None) if betas.size == 1 else (inv == k)
+        block = np.multiply(d[rows], slope[k], out=out if betas.size == 1 else None)
+        block += num0[k]                    # in place: one (rows, G) array per distinct beta
+        block *= pref[k]
+        if betas.size > 1:
+            out[rows] = block
+    return out
+
+
+def _sup_rows(kf, d, beta, edge):
+    vals = _grid_ratio(kf, d, beta)
+    i = np.argmax(vals, axis=1)
+    best = vals[np.arange(i.size), i]
+    at_edge = edge >= best
+    lo = np.where(i > 0, GRID_U[np.maximum(i - 1, 0)], 0.5 * GRID_U[0])
+    hi = np.where(i + 1 < GRID_U.size, GRID_U[np.minimum(i + 1, GRID_U.size - 1)], GRID_U[i])
+    best_u = GRID_U[i].copy()
     tol = 1e-13 + 1e-10 * lo
-    while hi - lo > tol:
+    active = ~at_edge & (hi - lo > tol)
+    while active.any():
         # nested grids: each pass keeps the two cells around the best point (the bracket shrinks 16x);
         # the grid points already seen stay candidates, so the sup never decreases
-        us = np.linspace(lo, hi, _REFINE_POINTS)
-        v = ratio(kf, d, beta, us)
-        j = int(np.argmax(v))
-        if v[j] > best:
-            best_u, best = float(us[j]), float(v[j])
-        step = (hi - lo) / (_REFINE_POINTS - 1)
-        lo, hi = max(lo, us[j] - step), min(hi, us[j] + step)
-    return best, float(1.0 - best_u)
+        r = np.nonzero(active)[0]
+        us = np.linspace(lo[r], hi[r], _REFINE_POINTS, axis=1)
+        v = ratio(kf, d[r], beta[r], us)
+        j = np.argmax(v, axis=1)
+        vj, uj = v[np.arange(r.size), j], us[np.arange(r.size), j]
+        better = vj > best[r]
+        best[r] = np.where(better, vj, best[r])
+        best_u[r] = np.where(better, uj, best_u[r])
+        step = (hi[r] - lo[r]) / (_REFINE_POINTS - 1)
+        lo[r], hi[r] = np.maximum(lo[r], uj - step), np.minimum(hi[r], uj + step)
+        active[r] = hi[r] - lo[r] > tol[r]
+    return np.where(at_edge, edge, best), np.where(at_edge, 1.0, 1.0 - best_u)
 
 
 def heads(Q, K, V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -190,5 +252,5 @@ def c_att(beta: float, Q, K, V) -> float:
     return c_att_general(beta, Q, K, V)
 
 
-__all__ = ["lambda1", "lambda_edge", "near_sync_rate", "lambda_bar", "lambda_bar_from_kernel", "ratio", "c_att",
+__all__ = ["lambda1", "lambda1_rows", "lambda_edge", "near_sync_rate", "lambda_bar", "lambda_bar_from_kernel", "lambda_bar_rows", "ratio", "c_att",
            "c_att_general", "energy_lowering", "heads", "GRID_U"]
