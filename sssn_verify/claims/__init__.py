@@ -22,9 +22,6 @@ CLAIM_MODULES = (
 CLAIMS: dict[str, Claim] = {}
 UNAVAILABLE: dict[str, str] = {}
 
-# claims that cannot be checked honestly with the current building blocks (never faked)
-NOT_CHECKABLE: dict[str, str] = {}
-
 
 def _load() -> None:
     for mod in CLAIM_MODULES:
@@ -47,6 +44,5 @@ def get_claim(name: str) -> Claim:
 
 
 _load()
-UNAVAILABLE.update({k: v for k, v in NOT_CHECKABLE.items() if k not in CLAIMS})
 
 __all__ = ["CLAIMS", "UNAVAILABLE", "CLAIM_MODULES", "MODES", "Claim", "ClaimResult", "get_claim"]

@@ -1,12 +1,15 @@
-"""Small helpers shared by the claim modules (no mathematics of the model here)."""
+"""Helpers shared by the claim modules (no mathematics of the model here): a claim imports
+these, never another claim."""
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..stats import CheckResult, min_detectable
+from ..stats import CheckResult, linear_fit, min_detectable, path_bootstrap_loglog_slope, slope_test
+
+EDGE_START = 1e-10          # u0 = 1 - rho0 of a two-token Monte Carlo when the sup is the edge limit
 
 
 def combine(name: str, parts: Sequence[CheckResult], level: float, *, method: str = "",
@@ -83,21 +86,52 @@ def finite(x) -> bool:
         return False
 
 
-def as_float(x) -> float:
-    return float(np.asarray(x, dtype=float))
-
-
-def mc_error_scale(values: dict, derived: float) -> float:
-    """Rough error of a Monte Carlo rate at a point of `check` (its stderr and bias allowance both
-    scale with the noise strength k0 + k1 and with sqrt(d)): used only to choose the point."""
-    k1 = values.get("k1", 0.0)
-    return 0.03 * (values["k0"] + (k1 if math.isfinite(k1) else 0.0)) * math.sqrt(values["d"])
-
-
 def estimates_figure(labels, estimate, stderr, expected, ylabel: str) -> dict:
     """The report's "estimates" figure spec: estimates with error bars against the formula."""
     return {"kind": "estimates", "labels": list(labels), "estimate": list(estimate),
             "stderr": list(stderr), "expected": list(expected), "ylabel": ylabel}
+
+
+def near_synchronized(n: int, d: int, spread: float, seed: int) -> np.ndarray:
+    """`n` tokens on S^{d-1} near e_1: e_1 + spread * N(0, I), normalised."""
+    rng = np.random.default_rng(np.random.SeedSequence(entropy=seed, spawn_key=(51,)))
+    x = np.zeros((n, d))
+    x[:, 0] = 1.0
+    x += spread * rng.standard_normal((n, d))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+# ---------------------------------------------------------------- convergence ladders (depth, width, N)
+
+def bound_slope(shape: Callable, x: np.ndarray) -> float:
+    """Least-squares log-log slope of the bound's shape over the ladder's points."""
+    x = np.asarray(x, dtype=float)
+    return linear_fit(np.log(x), np.log(shape(x))).slope
+
+
+def ladder_check(name: str, x, samples, shape, *, level: float, seed: int, n_boot: int, xlabel: str,
+                 bound_label: str, ylabel: str = r"$\mathbb{E}\,\max_l |X^l - X_{l\delta}|^2$",
+                 extra: dict | None = None, fit=None):
+    """Fit the slope of mean(samples) vs x (or take `fit`) and test it against the bound's slope
+    (one-sided)."""
+    if fit is None:
+        fit = path_bootstrap_loglog_slope(x, samples, level=level, n_boot=n_boot, seed=seed)
+    b = bound_slope(shape, x)
+    res = slope_test(name, fit, b, level=level, direction="at_most", seed=seed)
+    sharp = fit.ci[0] <= b <= fit.ci[1]
+    means = samples.mean(axis=0)
+    ses = samples.std(axis=0, ddof=1) / math.sqrt(samples.shape[0])
+    res.details.update({
+        "bound_slope": b, "sharp": bool(sharp),
+        "verdict_sharpness": ("the bound looks sharp (slope CI contains its slope)" if sharp else
+                              "the error decays faster than the bound on this range"),
+        "x": list(map(float, x)), "mean": list(map(float, means)), "stderr": list(map(float, ses)),
+        "figure": {"kind": "loglog", "x": list(map(float, x)), "y": list(map(float, means)),
+                   "stderr": list(map(float, ses)), "slope": fit.slope, "intercept": fit.intercept,
+                   "bound": list(map(float, shape(np.asarray(x, float)))), "bound_label": bound_label,
+                   "xlabel": xlabel, "ylabel": ylabel},
+        **(extra or {})})
+    return res
 
 
 # ---------------------------------------------------------------- sizing Monte Carlo evidence for a stated power

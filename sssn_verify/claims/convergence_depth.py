@@ -14,16 +14,14 @@ error is negligible.
 """
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 import numpy as np
 
 from ..engine import sde_refinement_ladder
 from ..params import ModelParams
-from ..stats import linear_fit, path_bootstrap_loglog_slope, slope_test
 from ..strategies import claim_configs
-from ._util import explored_params
+from ._util import explored_params, ladder_check
 from .base import Claim
 
 PARAMS = dict(d=3, n_tokens=4, horizon=1.0, beta=1.0, activation="relu", sigma_w=1.0, sigma_b=0.0,
@@ -36,37 +34,6 @@ DOMAIN = claim_configs(d=(2, 4), n_tokens=(2, 6), beta=(0.0, 2.0), activation=("
 def derived_formula() -> Callable[[np.ndarray], np.ndarray]:
     """The bound's shape in L: log L / L."""
     return lambda L: np.log(L) / L
-
-
-def bound_slope(shape: Callable, x: np.ndarray) -> float:
-    """Least-squares log-log slope of the bound's shape over the ladder's points."""
-    x = np.asarray(x, dtype=float)
-    return linear_fit(np.log(x), np.log(shape(x))).slope
-
-
-def ladder_check(name: str, x, samples, shape, *, level: float, seed: int, n_boot: int, xlabel: str,
-                 bound_label: str, ylabel: str = r"$\mathbb{E}\,\max_l |X^l - X_{l\delta}|^2$",
-                 extra: dict | None = None, fit=None):
-    """Fit the slope of mean(samples) vs x (or take `fit`) and test it against the bound's slope
-    (one-sided)."""
-    if fit is None:
-        fit = path_bootstrap_loglog_slope(x, samples, level=level, n_boot=n_boot, seed=seed)
-    b = bound_slope(shape, x)
-    res = slope_test(name, fit, b, level=level, direction="at_most", seed=seed)
-    sharp = fit.ci[0] <= b <= fit.ci[1]
-    means = samples.mean(axis=0)
-    ses = samples.std(axis=0, ddof=1) / math.sqrt(samples.shape[0])
-    res.details.update({
-        "bound_slope": b, "sharp": bool(sharp),
-        "verdict_sharpness": ("the bound looks sharp (slope CI contains its slope)" if sharp else
-                              "the error decays faster than the bound on this range"),
-        "x": list(map(float, x)), "mean": list(map(float, means)), "stderr": list(map(float, ses)),
-        "figure": {"kind": "loglog", "x": list(map(float, x)), "y": list(map(float, means)),
-                   "stderr": list(map(float, ses)), "slope": fit.slope, "intercept": fit.intercept,
-                   "bound": list(map(float, shape(np.asarray(x, float)))), "bound_label": bound_label,
-                   "xlabel": xlabel, "ylabel": ylabel},
-        **(extra or {})})
-    return res
 
 
 def check(shape, budget: dict, seed: int, level: float):

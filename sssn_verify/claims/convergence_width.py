@@ -30,9 +30,8 @@ from ..engine import simulate_coupled
 from ..params import ModelParams
 from ..stats import path_bootstrap_loglog_slope, slope_test
 from ..strategies import claim_configs
-from ._util import combine, configs
+from ._util import combine, configs, ladder_check
 from .base import Claim
-from .convergence_depth import ladder_check
 
 FIXED = dict(n_tokens=4, horizon=1.0, beta=1.0)
 CONFIGS = (("relu", 3, 1.0, 0.0, 0.5),)          # (activation, d, sigma_w, sigma_b, sigma_a)

@@ -35,17 +35,15 @@ import numpy as np
 import sympy as sp
 
 from ..bridge import function
-from ..engine import simulate_gaussian, simulate_transformer
 from ..numeric.attention import Attention
 from ..numeric.kernels import kernel as numeric_kernel
 from ..numeric.layer_rates import edge_ratio, quadrature_kernel, rate_estimate, sup_ratio, two_tokens
 from ..numeric.rates import c_att, lambda_bar
 from ..numeric.rng import generator
-from ..params import ModelParams
 from ..stats import agreement_test, deterministic_check
 from ..symbolic.dissipation import edge_rate
 from ..strategies import claim_configs
-from ._util import all_deterministic, combine, configs
+from ._util import EDGE_START, all_deterministic, combine, configs
 from .base import CandidateCheck, Claim, Evidence
 
 # (model, activation, d, sigma_w, sigma_b, sigma_a, beta, attention V = v I): the sup sits at rho = -1 for
@@ -58,7 +56,6 @@ CONFIGS = (
     ("gaussian", "relu", 9, 1.0, 1.0, 1.0, 3.0, 0.5),
     ("gaussian", "erf", 7, 0.8, 0.5, 1.0, 0.5, 0.0),
 )
-EDGE_START = 1e-10          # u0 = 1 - rho0 of the Monte Carlo when the sup is the edge limit
 BOUND_TOKENS = 8
 ANTIPODAL_SPREAD = 0.05
 POWER = 0.9                 # the power at which the minimal detectable error is stated
@@ -89,14 +86,6 @@ def independent_kernel(act, sw, sb, sa):
     return quadrature_kernel(act, sw, sb, sa)
 
 
-def near_synchronized(n: int, d: int, spread: float, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(np.random.SeedSequence(entropy=seed, spawn_key=(51,)))
-    x = np.zeros((n, d))
-    x[:, 0] = 1.0
-    x += spread * rng.standard_normal((n, d))
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
 def starts(n: int, d: int, seed: int) -> dict:
     """Spread-out (uniform on the sphere) and nearly antipodal (half the tokens near e_1, half near -e_1)."""
     rng = generator(seed, stream=52)
@@ -106,20 +95,6 @@ def starts(n: int, d: int, seed: int) -> dict:
     x += ANTIPODAL_SPREAD * rng.standard_normal((n, d))
     return {"spread-out": z / np.linalg.norm(z, axis=1, keepdims=True),
             "nearly antipodal": x / np.linalg.norm(x, axis=1, keepdims=True)}
-
-
-def energy_paths(model, act, d, sw, sb, sa, beta, V, budget, seed):
-    """(times, E_beta per path and layer) from near-synchronized tokens (used by coercivity)."""
-    p = ModelParams(d=d, n_tokens=int(budget["tokens"]), horizon=float(budget.get("horizon", 1.0)), beta=beta,
-                    activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=V)
-    x0 = near_synchronized(p.n_tokens, d, budget["spread"], seed)
-    kw = dict(depth=int(budget["depth"]), n_paths=int(budget["paths"]), seed=seed, init=x0, betas=[beta],
-              progress=False)
-    if model == "transformer":
-        r = simulate_transformer(p, width=int(budget["width"]), **kw)
-    else:
-        r = simulate_gaussian(p, **kw)
-    return p, r.times, r.energies[:, :, 0]
 
 
 def _attention(d: int, beta: float, v: float):

@@ -23,9 +23,8 @@ from ..engine import simulate_transformer
 from ..numeric.rng import generator, uniform_sphere
 from ..params import ModelParams
 from ..strategies import claim_configs
-from ._util import explored_params
+from ._util import explored_params, ladder_check
 from .base import Claim
-from .convergence_depth import ladder_check
 
 PARAMS = dict(d=3, horizon=1.0, beta=1.0, activation="relu", sigma_w=1.0, sigma_b=0.0, sigma_a=0.7)
 # where it is explored (d < 4)

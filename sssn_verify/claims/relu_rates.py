@@ -32,9 +32,8 @@ from ..stats import agreement_test, deterministic_check
 from ..symbolic.dissipation import relu_edge_rate, relu_region
 from ..symbolic.lyapunov import lambda1_relu
 from ..strategies import claim_configs
-from ._util import all_deterministic, combine, configs
+from ._util import EDGE_START, all_deterministic, combine, configs
 from .base import CandidateCheck, Claim, Evidence
-from .dissipation import EDGE_START
 
 GRID_SIGMAS = ((1.0, 0.0, 1.0), (0.7, 1.3, 1.1), (1.2, 0.5, 0.6))
 GRID_D = (2, 3, 4, 7, 12)

@@ -13,10 +13,12 @@ within a time-step allowance (two-sided z-test); (b) the rate has the sign of la
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 import sympy as sp
 
+from ..bridge import function
 from ..engine import simulate_gaussian, simulate_transformer
 from ..numeric.kernels import kernel as numeric_kernel
 from ..params import ModelParams
@@ -24,7 +26,6 @@ from ..stats import agreement_test, mean_ci
 from ..symbolic.lyapunov import lambda1_relu, lambda1_tangent
 from ..strategies import claim_configs
 from .base import Claim
-from .lyapunov import derived_formula
 from ._util import combine, configs, estimates_figure
 
 CONFIGS = (  # (model, activation, d, sigma_w, sigma_b, sigma_a)
@@ -34,6 +35,12 @@ CONFIGS = (  # (model, activation, d, sigma_w, sigma_b, sigma_a)
     ("transformer", "sin:3", 4, 1.0, 0.0, 1.0),
 )
 EPS = 1e-6
+
+
+@lru_cache(maxsize=None)
+def derived_formula():
+    """lambda_1(d, k0, k1) from the sympy derivation (through the bridge): its sign decides synchronization."""
+    return function("lyapunov.lambda1", "math")
 
 
 def _clear_sign(config) -> bool:

@@ -1,4 +1,4 @@
-"""Observables computed on the fly (numba): overlaps, energies, deviations.
+"""Observables computed on the fly (numba): energies, deviations.
 
 All use the stable form ``1 - <x_i, x_j> = |x_i - x_j|^2 / 2`` (tokens on the sphere), so
 energies keep full relative accuracy as the tokens synchronize.
@@ -14,19 +14,6 @@ import math
 
 import numpy as np
 from numba import njit
-
-
-@njit(cache=True)
-def pair_overlaps(X, out):
-    """out[i, j] = <x_i, x_j> (rows of X)."""
-    n, d = X.shape
-    for i in range(n):
-        for j in range(i + 1):
-            s = 0.0
-            for c in range(d):
-                s += X[i, c] * X[j, c]
-            out[i, j] = s
-            out[j, i] = s
 
 
 @njit(cache=True)
