@@ -9,6 +9,7 @@ or an overflow.  The numbers (also in the README, section "Limits"):
 ``MAX_SIGMA``             1e6         sigma_w, sigma_b, sigma_a
 ``MAX_BETA``              1e6         attention inverse temperature beta
 ``MAX_MATRIX_ENTRY``      1e6         |entries| of Q, K, V (and the attention scale)
+``MAX_HEADS``             16          attention heads H of a Q, K or V stack (H, d, d)
 ``MAX_WIDTH``             1e7         MLP width m
 ``MAX_GRID``              400         grid points per phase-diagram axis (d axis included)
 memory                    50 %        estimated arrays of a simulation vs available memory
@@ -26,6 +27,7 @@ MAX_D = 512
 MAX_SIGMA = 1e6
 MAX_BETA = 1e6
 MAX_MATRIX_ENTRY = 1e6
+MAX_HEADS = 16
 MAX_WIDTH = 10**7
 MAX_GRID = 400
 MEMORY_FRACTION = 0.5

@@ -66,28 +66,88 @@ def check_matrix(name: str, value, d: int, heads: bool = False) -> np.ndarray:
     return m
 
 
-def load_attention(path: str) -> dict[str, np.ndarray]:
-    """Q, K, V from an .npz file (arrays named Q, K, V, each (d, d) or (H, d, d)).
+ATTENTION_ARRAYS = ("Q", "K", "V")
 
-    Read without pickles; anything else in the file, a missing array or a non-numeric one is
-    a ParameterError.  Shapes are checked by ModelParams.
+
+def load_attention(path) -> dict[str, np.ndarray]:
+    """Q, K, V from an .npz file: the one attention loader of every command (``regime``,
+    ``simulate``, the Python API), with one set of rules.
+
+    The file is a regular file (a FIFO, device or folder is refused before it is opened), a zip
+    holding exactly the arrays Q, K and V (no others, no pickles), each a real (integer or
+    float) array of shape (d, d) or (H, d, d) with the same d for all three and the same H for
+    every stack, 2 <= d <= ``limits.MAX_D``, 1 <= H <= ``limits.MAX_HEADS``, finite entries.
+    Shapes and dtypes are read from the .npy headers and the sizes from the zip directory
+    before any array is decompressed (a zip bomb costs nothing).  Any violation is one
+    ParameterError; ModelParams then checks d against the model's and the entries' size.
     """
+    import os
+    import stat
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    where = str(path)
     try:
-        with np.load(path, allow_pickle=False) as f:
-            names = set(f.files)
-            missing = {"Q", "K", "V"} - names
-            if missing or names - {"Q", "K", "V"}:
-                raise ParameterError("attention", path, "must hold exactly the arrays Q, K and V "
+        mode = os.stat(where).st_mode
+    except (OSError, ValueError) as exc:
+        raise ParameterError("attention", where, f"cannot be read ({type(exc).__name__})") from None
+    if not stat.S_ISREG(mode):
+        raise ParameterError("attention", where, "must be a regular .npz file")
+    limit = limits.MAX_HEADS * limits.MAX_D ** 2 * 8 + 4096          # one float64 stack and its header
+    try:
+        with zipfile.ZipFile(where) as z:
+            members = {m.filename: m for m in z.infolist()}
+            names = {n[:-4] if n.endswith(".npy") else n for n in members}
+            if names != set(ATTENTION_ARRAYS) or len(members) != 3:
+                raise ParameterError("attention", where, "must hold exactly the arrays Q, K and V "
                                      f"(found {', '.join(sorted(names)) or 'none'})")
-            out = {n: np.array(f[n]) for n in ("Q", "K", "V")}
+            shapes, out = {}, {}
+            for n in ATTENTION_ARRAYS:
+                info = members.get(f"{n}.npy")
+                if info is None:
+                    raise ParameterError("attention", where, f"array {n} must be stored as {n}.npy")
+                if info.file_size > limit:
+                    raise ParameterError(n, f"{info.file_size} bytes", f"must be at most {limit} bytes "
+                                         f"(H <= {limits.MAX_HEADS} heads of d <= {limits.MAX_D})")
+                with z.open(info) as fh:
+                    version = npy.read_magic(fh)
+                    header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+                    shape, fortran, dtype = header(fh)
+                    if dtype.kind not in "iuf" or dtype.hasobject:
+                        raise ParameterError(n, f"dtype {dtype}", "must be a real (integer or float) array")
+                    _attention_shape(n, shape)
+                    shapes[n] = shape
+                    count = int(np.prod(shape))
+                    raw = fh.read(count * dtype.itemsize + 1)
+                if len(raw) != count * dtype.itemsize:
+                    raise ParameterError(n, f"{len(raw)} bytes", f"must hold {count} values of {dtype}")
+                a = np.frombuffer(raw, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+                out[n] = np.array(a, dtype=float)
     except ParameterError:
         raise
     except Exception as exc:  # noqa: BLE001 - any unreadable file is one specific error
-        raise ParameterError("attention", path, f"cannot read an .npz file ({type(exc).__name__})") from None
+        raise ParameterError("attention", where, f"is not a readable .npz file ({type(exc).__name__})") from None
+    ds = {s[-1] for s in shapes.values()}
+    hs = {s[0] for s in shapes.values() if len(s) == 3}
+    if len(ds) > 1:
+        raise ParameterError("attention", where, f"Q, K and V must have the same d (found {sorted(ds)})")
+    if len(hs) > 1:
+        raise ParameterError("attention", where, f"Q, K and V stacks must have the same number of heads "
+                             f"(found {sorted(hs)})")
     for n, a in out.items():
-        if a.dtype.kind not in "biuf":
-            raise ParameterError(n, f"dtype {a.dtype}", "must be a real array")
+        if not np.all(np.isfinite(a)):
+            raise ParameterError(n, "<array with non-finite entries>", "entries must be finite")
     return out
+
+
+def _attention_shape(name: str, shape: tuple) -> None:
+    """(d, d) or (H, d, d) within the documented limits, else ParameterError."""
+    ok = (len(shape) in (2, 3) and shape[-1] == shape[-2] and 2 <= shape[-1] <= limits.MAX_D
+          and (len(shape) == 2 or 1 <= shape[0] <= limits.MAX_HEADS))
+    if not ok:
+        raise ParameterError(name, f"shape {tuple(shape)}", f"must be (d, d) or (H, d, d) with 2 <= d <= "
+                             f"{limits.MAX_D} and 1 <= H <= {limits.MAX_HEADS}")
 
 
 @dataclass(frozen=True)
@@ -137,6 +197,7 @@ class ModelParams:
         counts = {getattr(self, n).shape[0] for n in ("Q", "K", "V") if getattr(self, n).ndim == 3}
         if len(counts) > 1:
             raise ParameterError("V", f"heads {sorted(counts)}", "Q, K and V stacks must have the same number of heads")
+        limits.check_at_most("heads", max(counts, default=1), limits.MAX_HEADS)
 
     @property
     def n_heads(self) -> int:
@@ -157,6 +218,3 @@ class ModelParams:
     def with_(self, **changes) -> "ModelParams":
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
-
-    def kernel_args(self) -> tuple[float, float, float]:
-        return (self.sigma_w, self.sigma_b, self.sigma_a)

@@ -2,12 +2,12 @@
 
 Attention defaults to Q = K = V = I (energy-lowering, C_att = 0); ``--attention-scale s``
 uses V = s I, ``--no-attention`` V = 0, ``--attention FILE.npz`` reads arrays Q, K, V, each
-(d, d) (one head) or (H, d, d) (H heads).
+(d, d) (one head) or (H, d, d) (H heads), through ``params.load_attention`` (as ``simulate``).
 """
 from __future__ import annotations
 
 from ..errors import ParameterError
-from ..params import check_real
+from ..params import check_real, load_attention
 from .common import add_model_options, params_from_args, print_json
 
 
@@ -32,8 +32,7 @@ def run(args) -> int:
     if args.attention is not None:
         if args.no_attention:
             raise ParameterError("attention", args.attention, "cannot be combined with --no-attention")
-        Q, K, V = load_attention(args.attention)
-        params = params_from_args(args, Q=Q, K=K, V=V)
+        params = params_from_args(args, **load_attention(args.attention))
     else:
         scale = 0.0 if args.no_attention else check_real("attention_scale", args.attention_scale)
         params = params_from_args(args, V=scale)          # a scalar V means scale * I
@@ -44,15 +43,3 @@ def run(args) -> int:
         print(result.text())
     return 0
 
-
-def load_attention(path: str):
-    """(Q, K, V) from an .npz file, each (d, d) or (H, d, d) (shapes checked by ModelParams and rates)."""
-    import numpy as np
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            missing = [n for n in "QKV" if n not in data.files]
-            if missing:
-                raise ParameterError("attention", path, f"must hold arrays Q, K and V (missing {', '.join(missing)})")
-            return tuple(np.asarray(data[n], dtype=float) for n in "QKV")
-    except (OSError, ValueError, EOFError) as exc:
-        raise ParameterError("attention", path, f"is not a readable .npz file ({type(exc).__name__})") from None

@@ -193,23 +193,25 @@ def _sup_rows(kf, d, beta, edge):
 
 
 def heads(Q, K, V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Q, K, V as (H, d, d) float arrays: a (d, d) matrix is one head, a scalar s is s I."""
+    """Q, K, V as (H, d, d) float arrays, by the rule of ``ModelParams``: a scalar s is s I, a
+    (d, d) matrix is shared by every head, all (H, d, d) stacks have the same H."""
     arrays = [np.asarray(m, dtype=float) for m in (Q, K, V)]
     shape = next((a.shape for a in arrays if a.ndim >= 2), (1, 1))
     d = shape[-1]
+    stacks = {a.shape[0] for a in arrays if a.ndim == 3}
+    H = max(stacks, default=1)
     out = []
     for name, a in zip("QKV", arrays):
         if a.ndim == 0:
             a = float(a) * np.eye(d)
-        if a.ndim == 2:
-            a = a[None]
-        if a.ndim != 3 or a.shape[1:] != (d, d) or (len(shape) == 3 and a.shape[0] != shape[0]):
-            raise ParameterError(name, f"shape {a.shape}", f"must be ({d}, {d}) or (H, {d}, {d}) like the others")
+        if a.ndim == 2 and a.shape == (d, d):
+            a = np.broadcast_to(a, (H, d, d))
+        if a.ndim != 3 or a.shape[1:] != (d, d) or len(stacks) > 1:
+            raise ParameterError(name, f"shape {a.shape}", f"must be ({d}, {d}) or (H, {d}, {d}) with one H "
+                                 "for every stack")
         if not np.all(np.isfinite(a)):
             raise ParameterError(name, "<array with non-finite entries>", "entries must be finite")
         out.append(a)
-    if out[2].shape[0] != out[0].shape[0]:
-        raise ParameterError("V", f"shape {out[2].shape}", "must have as many heads as Q and K")
     return out[0], out[1], out[2]
 
 
