@@ -167,7 +167,13 @@ def energy_and_rate(X, beta, Q, K, V):
     dG = vel @ X.T + X @ vel.T
     if beta == 0:
         return np.sum(1 - G) / (2 * N * N), -np.sum(dG) / (2 * N * N)
-    E = np.sum(-math.exp(beta) * np.expm1(beta * (G - 1))) / (2 * beta * N * N)   # no cancellation
+    # E = e^beta sum_ij u (1 - e^{-beta u}) / (beta u) / (2 N^2), u = 1 - G: never divided by beta, so a
+    # tiny or subnormal beta (beta u underflows) gives E_0, not 0; the ratio by its series below 1e-5
+    u = np.maximum(1 - G, 0.0)
+    x = beta * u
+    with np.errstate(invalid="ignore", divide="ignore"):
+        h = np.where(x < 1e-5, 1 - x * (0.5 - x / 6), -np.expm1(-x) / np.where(x > 0, x, 1.0))
+    E = math.exp(beta) * np.sum(u * h) / (2 * N * N)
     return E, -np.sum(np.exp(beta * G) * dG) / (2 * N * N)
 
 

@@ -198,3 +198,24 @@ def test_energies_at_large_beta_and_at_synchronization():
     assert energy_beta(Y, 3.0) == pytest.approx(energies_numpy(Y, 3.0), rel=1e-13)
     assert energy_beta(Y, 0.0) == pytest.approx(energies_numpy(Y, 0.0), rel=1e-13)
     assert np.isfinite(energy_beta_scaled(Y, 1e4)) and energy_beta_scaled(Y, 1e4) > 0
+
+
+@pytest.mark.parametrize("beta", [0.0, 5e-324, 1e-310, 1e-300, 1e-8, 1e-3, 0.7])
+def test_energy_beta_at_tiny_and_subnormal_beta(beta):
+    """E_beta -> E_0 as beta -> 0, with full accuracy down to subnormal beta: against mpmath at 60
+    digits of (1/(2 beta N^2)) sum_ij e^{beta g_ij} expm1(beta (1 - g_ij)), g = <x_i, x_j> (E_0 at beta = 0)."""
+    import mpmath
+    from sssn_verify.numeric.observables import energies_numpy, energy_beta, energy_beta_scaled
+    Y = np.array([[1.0, 0, 0], [0, 1.0, 0], [0.6, 0.8, 0], [0.0, 0.6, -0.8]])
+    with mpmath.workdps(60):
+        G = [[mpmath.fsum(mpmath.mpf(a) * mpmath.mpf(b) for a, b in zip(x, y)) for y in Y] for x in Y]
+        n2 = len(Y) ** 2
+        if beta == 0.0:
+            ref = mpmath.fsum(1 - g for row in G for g in row) / (2 * n2)
+        else:
+            b = mpmath.mpf(beta)
+            ref = mpmath.fsum(mpmath.exp(b * g) * mpmath.expm1(b * (1 - g)) for row in G for g in row) / (2 * b * n2)
+        ref_scaled = ref * mpmath.exp(-mpmath.mpf(beta))
+    assert energy_beta(Y, beta) == pytest.approx(float(ref), rel=1e-14)
+    assert energy_beta_scaled(Y, beta) == pytest.approx(float(ref_scaled), rel=1e-14)
+    assert energies_numpy(Y, beta) == pytest.approx(float(ref), rel=1e-14)

@@ -43,16 +43,28 @@ def energy0(X):
 
 
 @njit(cache=True)
+def expm1_ratio(x):
+    """h(x) = -expm1(-x) / x for x >= 0, h(0) = 1: a Taylor series below 1e-5 (error < x^3/24), so a
+    subnormal or underflowed x gives 1, not 0/0 or 0."""
+    if x < 1e-5:
+        return 1.0 - x * (0.5 - x / 6.0)
+    return -math.expm1(-x) / x
+
+
+@njit(cache=True)
 def energy_beta_scaled(X, beta):
-    """e^{-beta} E_beta (finite for every beta >= 0); beta = 0 gives E_0."""
+    """e^{-beta} E_beta (finite for every beta >= 0), as (1/(2N^2)) sum_ij u_ij h(beta u_ij) with
+    u = |x_i - x_j|^2/2: never divided by beta, so it tends to E_0 (beta = 0) with full accuracy
+    for tiny and subnormal beta."""
     if beta == 0.0:
         return energy0(X)
     n = X.shape[0]
     s = 0.0
     for i in range(n):
         for j in range(i):
-            s += -math.expm1(-beta * half_sq_dist(X[i], X[j]))
-    return s / (beta * n * n)  # 2 * sum_{i>j} / (2 beta N^2)
+            u = half_sq_dist(X[i], X[j])
+            s += u * expm1_ratio(beta * u)
+    return s / (n * n)  # 2 * sum_{i>j} / (2 N^2)
 
 
 @njit(cache=True)
@@ -97,6 +109,7 @@ def energies_numpy(X: np.ndarray, beta: float = 0.0) -> np.ndarray:
     n = X.shape[-2]
     diff = X[..., :, None, :] - X[..., None, :, :]
     u = 0.5 * np.sum(diff * diff, axis=-1)
-    if beta == 0.0:
-        return u.sum(axis=(-1, -2)) / (2 * n * n)
-    return np.exp(beta) * (-np.expm1(-beta * u)).sum(axis=(-1, -2)) / (2 * beta * n * n)
+    x = beta * u
+    with np.errstate(invalid="ignore", divide="ignore"):
+        h = np.where(x < 1e-5, 1.0 - x * (0.5 - x / 6.0), -np.expm1(-x) / np.where(x > 0, x, 1.0))
+    return np.exp(beta) * (u * h).sum(axis=(-1, -2)) / (2 * n * n)
