@@ -111,7 +111,10 @@ def test_concurrent_writers_never_leave_a_corrupt_file(tmp_path):
 
 
 _CHILD_INTERRUPTED = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
+    # the child's SIGINT disposition is set here, not inherited: a parent started under nohup or a
+    # job runner ignores SIGINT, and an ignored signal would never interrupt the write
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from sssn_verify.outputs import write_atomic
     def slow(fh):
         fh.write(b"half of a new file")
