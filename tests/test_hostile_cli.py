@@ -14,7 +14,8 @@ from hypothesis import given, settings, strategies as st
 from sssn_verify.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-CANARY = Path(os.environ.get("TMPDIR", "/tmp")) / f"sssn_cli_canary_{os.getpid()}"
+# one name per test run, the same in every pytest-xdist worker (test ids embed it and must agree)
+CANARY = Path(os.environ.get("TMPDIR", "/tmp")) / f"sssn_cli_canary_{os.environ.get('PYTEST_XDIST_TESTRUNUID', os.getpid())}"
 BOOM = f"__import__('os').system('touch {CANARY}')"
 
 

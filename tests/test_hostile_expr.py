@@ -11,7 +11,8 @@ from sssn_verify import activations
 from sssn_verify.errors import ActivationError, ExpressionError, OutputError
 from sssn_verify.expr import CONSTANTS, FUNCTIONS, MAX_LENGTH, Node, parse_expression, parse_with_tree
 
-CANARY = Path(os.environ.get("TMPDIR", "/tmp")) / f"sssn_canary_{os.getpid()}"
+# one name per test run, the same in every pytest-xdist worker (test ids embed it and must agree)
+CANARY = Path(os.environ.get("TMPDIR", "/tmp")) / f"sssn_canary_{os.environ.get('PYTEST_XDIST_TESTRUNUID', os.getpid())}"
 VARIABLES = {"u": sp.Symbol("u", real=True), "rho": sp.Symbol("rho")}
 
 PAYLOADS = [
