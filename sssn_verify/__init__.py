@@ -4,19 +4,17 @@ synchronization by noise' for deep transformers with random MLP blocks.
 The public API is re-exported here (see README.md for the architecture and
 docs/mathematics.md for the mathematics).  Every name loads on first use: sympy,
 numba and the kernels cost seconds, and ``sssn-verify regime`` on a warm cache needs
-none of them.
+none of them.  Every public name is the plain object its module defines
+(``inspect.signature(sv.regime)`` shows its parameters, ``help`` its docstring).
 
-Some public functions share their name with the submodule that defines them
-(``regime``, ``verify``).  Importing such a submodule makes Python bind it as an
-attribute of this package, which used to hide the function (``sv.regime(p)`` worked once,
-then raised TypeError).  The package's module class makes every such submodule callable
-when it is bound: ``sssn_verify.regime(p)`` calls the function ``regime``, and
-``import sssn_verify.regime as m`` still gives the module (for monkeypatching, say).
+Some submodules share their name with their public function (``regime``, ``verify``,
+``scan``).  They are registered here, unexecuted, with the standard library's ``importlib.util.LazyLoader``,
+so importing them later never binds the module over the function; the module itself is
+``sys.modules["sssn_verify.regime"]`` (``importlib.import_module`` returns it).
 """
 from __future__ import annotations
 
 import sys
-import types
 from importlib import import_module
 
 __version__ = "0.1.0"
@@ -46,13 +44,27 @@ _LAZY = {
 }
 
 
+def _register_lazily(name: str) -> None:
+    """Put submodule `name` into sys.modules without running it (it runs on first attribute
+    access) and without binding it on this package (only a first import binds)."""
+    from importlib.util import LazyLoader, find_spec, module_from_spec
+    spec = find_spec(f"{__name__}.{name}")
+    spec.loader = LazyLoader(spec.loader)
+    module = module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+
+
+for _name, _module in _LAZY.items():          # the submodules named like their public function
+    if _module == f"{__name__}.{_name}":
+        _register_lazily(_name)
+del _name, _module
+
+
 def __getattr__(name):
     if name in _LAZY:
-        module = import_module(_LAZY[name])
-        if module.__name__ == f"{__name__}.{name}":      # bound (callable) by the import itself
-            return module
-        value = getattr(module, name)
-        setattr(sys.modules[__name__], name, value)      # later look-ups skip this function
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value                          # later look-ups skip this function
         return value
     raise AttributeError(f"module 'sssn_verify' has no attribute {name!r}")
 
@@ -60,24 +72,5 @@ def __getattr__(name):
 def __dir__():
     return sorted(set(globals()) | set(_LAZY))
 
-
-class _CallableModule(types.ModuleType):
-    """A submodule named like its public function: calling it calls that function."""
-
-    def __call__(self, *args, **kwargs):
-        return getattr(self, self.__name__.rpartition(".")[2])(*args, **kwargs)
-
-
-class _Package(types.ModuleType):
-    """The package's module class: a submodule bound under a public name becomes callable (see above)."""
-
-    def __setattr__(self, name, value):
-        if (name in _LAZY and isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}"
-                and not callable(value)):
-            value.__class__ = _CallableModule
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 __all__ = sorted(_LAZY)

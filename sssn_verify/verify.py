@@ -21,9 +21,7 @@ and plain arguments.
 from __future__ import annotations
 
 import math
-import sys
 import time
-import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -322,14 +320,3 @@ def campaign(mode: str = "quick", claims: Iterable[str] | None = None, seeds: It
 
 __all__ = ["verify", "suite_of", "campaign", "run_claim", "parse_seeds", "SuiteResult", "CampaignResult", "DEFAULT_ALPHA"]
 
-
-class _CallableModule(types.ModuleType):
-    """Importing this submodule rebinds ``sssn_verify.verify`` (the lazily re-exported
-    function) to the module; calling the module calls :func:`verify`, so
-    ``sssn_verify.verify(...)`` works either way."""
-
-    def __call__(self, *args, **kwargs):
-        return verify(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
