@@ -48,6 +48,7 @@ MARKER_COLORS = ("#cc0000", "#3d85c6", "#bf9000", "#38761d")   # the same hues, 
 REGION_LABELS = ("lambda_1 >= 0, lambda_bar >= 0", "lambda_1 < 0 only", "lambda_bar < 0 only",
                  "lambda_1 < 0 and lambda_bar < 0")
 BOTH_NEGATIVE = 3
+VALUES = ("signs", "lambda1", "lambda_bar")        # what phase_diagram_figure draws
 
 
 def axis_values(name: str, range=None, resolution: int = DEFAULT_RESOLUTION) -> np.ndarray:
@@ -73,18 +74,22 @@ def axis_values(name: str, range=None, resolution: int = DEFAULT_RESOLUTION) -> 
 
 def phase_grid(activation, x: str, y: str, xs, ys, base: dict):
     """(lambda_1, lambda_bar) arrays of shape (len(ys), len(xs)); `base` fixes the other parameters."""
-    from .numeric.kernels import kernel
-    from .numeric.rates import lambda1, lambda_bar_from_kernel
-    lam1 = np.empty((len(ys), len(xs)))
-    lbar = np.empty_like(lam1)
-    for j, yv in enumerate(ys):
-        for i, xv in enumerate(xs):
-            p = dict(base)
-            p[x], p[y] = xv, yv
-            kf = kernel(activation, p["sigma_w"], p["sigma_b"], p["sigma_a"])
-            lam1[j, i] = lambda1(int(p["d"]), kf.k0, kf.k1)
-            lbar[j, i] = lambda_bar_from_kernel(kf, int(p["d"]), float(p["beta"]))[0]
-    return lam1, lbar
+    frame = phase_frame(activation, x, y, xs, ys, base)
+    shape = (len(ys), len(xs))
+    return (frame["lambda1"].to_numpy().reshape(shape), frame["lambda_bar"].to_numpy().reshape(shape))
+
+
+def phase_frame(activation, x: str, y: str, xs, ys, base: dict):
+    """The grid as ``sv.scan``'s DataFrame (attention off), one row per point, x varying fastest
+    (rows in the order of ``numpy.meshgrid(xs, ys)`` flattened)."""
+    from .scan import AXES as SCAN_AXES, scan
+    kwargs = {k: v for k, v in dict(DEFAULT_BASE, **base).items() if k not in (x, y)}
+    kwargs.update({x: np.asarray(xs), y: np.asarray(ys), "activation": activation, "attention_scale": 0.0})
+    frame = scan(**kwargs)
+    if SCAN_AXES.index(x) < SCAN_AXES.index(y):      # scan's product has its own axis order: y fastest here
+        order = np.arange(len(frame)).reshape(len(xs), len(ys)).T.ravel()
+        frame = frame.iloc[order].reset_index(drop=True)
+    return frame
 
 
 def sign_regions(activation, x: str, y: str, xs, ys, base: dict) -> np.ndarray:
@@ -135,8 +140,9 @@ def _relu_boundary(ax, x, y, xs, ys, base):
 
 
 def phase_diagram_figure(activation, x: str = "d", y: str = "sigma_b", xs=None, ys=None, base=None,
-                         point=None, ax=None, empirical: "EmpiricalPhase | None" = None):
-    """Sign regions of lambda_1 and lambda_bar(beta) over (x, y) as a matplotlib Figure.
+                         point=None, ax=None, empirical: "EmpiricalPhase | None" = None, values: str = "signs"):
+    """Sign regions of lambda_1 and lambda_bar(beta) over (x, y) as a matplotlib Figure, or with
+    `values` = "lambda1" or "lambda_bar" a colour map of that rate (diverging at 0) with its zero contour.
 
     `xs`, `ys` default to ``axis_values(x)``, ``axis_values(y)``; `base` (d, beta, sigma_w,
     sigma_b, sigma_a; missing keys from ``DEFAULT_BASE``) fixes the parameters that are not
@@ -151,6 +157,8 @@ def phase_diagram_figure(activation, x: str = "d", y: str = "sigma_b", xs=None, 
     from .activations import get_activation
 
     act = get_activation(activation)
+    if values not in VALUES:
+        raise ParameterError("values", values, f"one of {', '.join(VALUES)}")
     base = _checked_base(x, y, base)
     xs = axis_values(x) if xs is None else np.asarray(xs)
     ys = axis_values(y) if ys is None else np.asarray(ys)
@@ -162,8 +170,11 @@ def phase_diagram_figure(activation, x: str = "d", y: str = "sigma_b", xs=None, 
         own = True
     else:
         fig, own = ax.figure, False
-    ax.pcolormesh(xs, ys, code, cmap=ListedColormap(REGION_COLORS), vmin=-0.5, vmax=3.5, shading="nearest")
-    handles = [Patch(color=c, label=lab) for c, lab in zip(REGION_COLORS, REGION_LABELS)]
+    if values == "signs":
+        ax.pcolormesh(xs, ys, code, cmap=ListedColormap(REGION_COLORS), vmin=-0.5, vmax=3.5, shading="nearest")
+        handles = [Patch(color=c, label=lab) for c, lab in zip(REGION_COLORS, REGION_LABELS)]
+    else:
+        handles = _draw_values(ax, values, xs, ys, phase_grid(act, x, y, xs, ys, base)[VALUES.index(values) - 1])
     if act.name == "relu" and "sigma_b" in (x, y):
         line = _relu_boundary(ax, x, y, xs, ys, base)
         if line is not None:
@@ -179,7 +190,8 @@ def phase_diagram_figure(activation, x: str = "d", y: str = "sigma_b", xs=None, 
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     fixed = ", ".join(f"{k}={v:g}" for k, v in base.items() if k not in (x, y))
-    ax.set_title(plot_text(f"{act.name}: sign regions of lambda_1 and lambda_bar ({fixed})"), fontsize=9)
+    what = "sign regions of lambda_1 and lambda_bar" if values == "signs" else values
+    ax.set_title(plot_text(f"{act.name}: {what} ({fixed})"), fontsize=9)
     if empirical is None:
         ax.legend(handles=handles, loc="upper left", fontsize=7, framealpha=0.9)
     else:
@@ -190,6 +202,23 @@ def phase_diagram_figure(activation, x: str = "d", y: str = "sigma_b", xs=None, 
     if own:
         fig.tight_layout()
     return fig
+
+
+def _draw_values(ax, name: str, xs, ys, vals):
+    """Colour map of one rate (blue < 0 < red, white at 0), its colour bar and zero contour; the legend handles."""
+    from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.lines import Line2D
+    finite = np.where(np.isfinite(vals), vals, np.nan)
+    lo, hi = np.nanmin(finite), np.nanmax(finite)
+    span = max(abs(lo), abs(hi), 1e-300)
+    norm = TwoSlopeNorm(vcenter=0.0, vmin=min(lo, -1e-3 * span), vmax=max(hi, 1e-3 * span))
+    mesh = ax.pcolormesh(xs, ys, finite, cmap="RdBu_r", norm=norm, shading="nearest")
+    ax.figure.colorbar(mesh, ax=ax, label=name)
+    handles = []
+    if lo < 0 < hi and len(xs) > 1 and len(ys) > 1:
+        ax.contour(xs, ys, finite, levels=[0.0], colors="k", linewidths=1.5)
+        handles.append(Line2D([], [], color="k", lw=1.5, label=f"{name} = 0"))
+    return handles
 
 
 # ----------------------------------------------------------------- empirical phase diagram
@@ -398,5 +427,5 @@ def _overlay_empirical(ax, emp: EmpiricalPhase):
 
 
 __all__ = ["AXES", "DEFAULT_RANGE", "DEFAULT_BASE", "REGION_COLORS", "REGION_LABELS", "BOTH_NEGATIVE",
-           "axis_values", "phase_grid", "sign_regions", "phase_diagram_figure", "confirm_cell", "confirm_grid",
+           "axis_values", "phase_grid", "phase_frame", "VALUES", "sign_regions", "phase_diagram_figure", "confirm_cell", "confirm_grid",
            "EmpiricalPhase", "CONFIRM_BUDGET", "CONFIRM_LEVEL"]

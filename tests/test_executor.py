@@ -181,7 +181,7 @@ def test_phase_diagram_confirm_cli_writes_figure_and_json(tmp_path, capsys, monk
     d = json.loads(capsys.readouterr().out)
     assert out.stat().st_size > 10_000 and d["figure"] == str(out) and len(d["cells"]) == 9
     assert [p.name for p in tmp_path.iterdir()] == ["F.png"]            # no temporary left behind
-    assert main(["phase-diagram", "--out", str(out), "--json"]) == 2    # --json needs --confirm
+    assert main(["phase-diagram", "--out", str(out), "--json", "--workers", "2"]) == 2   # --workers needs --confirm
 
 
 # ----------------------------------------------------------------- simulate in path chunks

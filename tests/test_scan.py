@@ -161,3 +161,27 @@ def test_cli_scan_same_numbers_as_api():
     assert all(r["dissipates"] in (True, False, None) for r in rows)
     bad = _cli("scan", "--d", "1:3")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_phase_diagram_exports_its_grid_and_draws_values(tmp_path):
+    """phase-diagram --format csv|json prints the grid without --confirm (the numbers of sv.scan); the
+    figure shows values in PNG, PDF or SVG."""
+    grid = _cli("phase-diagram", "--activation", "relu", "--x", "d", "--y", "sigma_b", "--x-range", "2", "5",
+                "--y-range", "0", "2", "--resolution", "3", "--format", "csv")
+    assert grid.returncode == 0, grid.stderr
+    frame = pd.read_csv(io.StringIO(grid.stdout))
+    assert list(frame["d"]) == [2, 3, 4, 5] * 3 and list(frame["sigma_b"]) == [0.0] * 4 + [1.0] * 4 + [2.0] * 4
+    api = sv.scan(activation="relu", d=[2, 3, 4, 5], sigma_b=[0.0, 1.0, 2.0], beta=0.0, attention_scale=0.0)
+    api = api.sort_values(["sigma_b", "d"]).reset_index(drop=True)
+    np.testing.assert_array_equal(frame["lambda_bar"].to_numpy(), api["lambda_bar"].to_numpy())
+    from sssn_verify.phase_diagram import phase_grid
+    lam1, lbar = phase_grid("relu", "d", "sigma_b", np.arange(2, 6), np.array([0.0, 1.0, 2.0]), {})
+    np.testing.assert_array_equal(lbar.ravel(), frame["lambda_bar"].to_numpy())
+    for ext in ("png", "pdf", "svg"):
+        out = tmp_path / f"pd.{ext}"
+        run = _cli("phase-diagram", "--activation", "relu", "--values", "lambda_bar", "--resolution", "4",
+                   "--out", str(out))
+        assert run.returncode == 0, run.stderr
+        head = out.read_bytes()[:64]
+        assert {"png": b"\x89PNG", "pdf": b"%PDF", "svg": b"<?xml"}[ext] in head
+    assert _cli("phase-diagram", "--resolution", "3").returncode == 2          # neither --out nor a grid format

@@ -69,3 +69,28 @@ def params_from_args(args: argparse.Namespace, **overrides) -> ModelParams:
 def print_json(obj) -> None:
     json.dump(obj, sys.stdout, indent=2, allow_nan=False, default=str)
     sys.stdout.write("\n")
+
+
+def print_frame(frame, fmt: str) -> None:
+    """A DataFrame on stdout: csv (header row, 17 significant digits: the numbers read back exactly), json
+    (one object per row; inf as "inf", nan and undetermined as null) or text (an aligned table)."""
+    if fmt == "csv":
+        frame.to_csv(sys.stdout, index=False, float_format="%.17g")
+    elif fmt == "json":
+        print_json([{k: _json_value(v) for k, v in row.items()} for row in frame.to_dict(orient="records")])
+    else:
+        import pandas as pd
+        with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
+            print(frame.to_string(index=False))
+
+
+def _json_value(v):
+    import math
+
+    import pandas as pd
+    if v is pd.NA or v is None:
+        return None
+    v = v.item() if hasattr(v, "item") else v
+    if isinstance(v, float) and not math.isfinite(v):
+        return None if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return v

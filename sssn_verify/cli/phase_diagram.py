@@ -19,15 +19,25 @@ from ..errors import ParameterError
 from ..params import check_int, check_real
 from ..executor import add_cli_options
 from ..outputs import output_path, write_atomic
-from ..phase_diagram import (AXES, BOTH_NEGATIVE, CONFIRM_BUDGET, CONFIRM_LEVEL, axis_values, confirm_grid,
-                             phase_diagram_figure, sign_regions)
-from .common import add_kernel_options, print_json
+from ..phase_diagram import (AXES, BOTH_NEGATIVE, CONFIRM_BUDGET, CONFIRM_LEVEL, VALUES, axis_values, confirm_grid,
+                             phase_diagram_figure, phase_frame, sign_regions)
+from .common import add_format_options, add_kernel_options, epilog, print_frame, print_json
+
+EXAMPLES = [
+    "sssn-verify phase-diagram --activation relu --x d --y sigma_b --values lambda_bar --out relu.png",
+    "sssn-verify phase-diagram --activation tanh --x sigma_w --y sigma_b --d 6 --resolution 9 --out tanh.svg",
+    "sssn-verify phase-diagram --activation relu --x d --y sigma_b --resolution 7 --format csv > grid.csv",
+]
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("phase-diagram", help="sign regions of lambda_1 and lambda_bar (PNG)",
-                              description="Sign regions of lambda_1 and lambda_bar(beta) over two "
-                                          "parameters, drawn with matplotlib.")
+    p = subparsers.add_parser("phase-diagram", help="lambda_1 and lambda_bar over two parameters (PNG/PDF/SVG, "
+                                                    "CSV/JSON grid)",
+                              description="Sign regions of lambda_1 and lambda_bar(beta) over two parameters, or a "
+                                          "colour map of one of them with its zero contour (--values), drawn with "
+                                          "matplotlib (the derived ReLU boundary when sigma_b is an axis); "
+                                          "--format csv|json prints the grid (sv.scan's columns).",
+                              epilog=epilog(EXAMPLES))
     add_kernel_options(p)
     p.add_argument("--d", type=int, default=8, help="dimension when d is not an axis")
     p.add_argument("--beta", type=float, default=0.0, help="beta of lambda_bar when not an axis")
@@ -36,7 +46,10 @@ def register(subparsers) -> None:
     p.add_argument("--x-range", type=float, nargs=2, metavar=("LO", "HI"), help="range of the x axis")
     p.add_argument("--y-range", type=float, nargs=2, metavar=("LO", "HI"), help="range of the y axis")
     p.add_argument("--resolution", type=int, default=25, help="grid points per continuous axis")
-    p.add_argument("--out", required=True, help="output PNG file")
+    p.add_argument("--values", choices=VALUES, default="signs",
+                   help="what the figure shows: the four sign regions, or a colour map of one rate")
+    p.add_argument("--out", default=None, help="the figure: .png, .pdf or .svg (needed unless --format csv|json)")
+    add_format_options(p, ("text", "csv", "json"), default="text")
     c = p.add_argument_group("empirical phase diagram (--confirm)")
     c.add_argument("--confirm", action="store_true",
                    help="estimate lambda_1 (tangent flow) and the energy rate by Monte Carlo at every cell "
@@ -46,7 +59,6 @@ def register(subparsers) -> None:
     c.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo (each cell its own stream)")
     c.add_argument("--level", type=float, default=CONFIRM_LEVEL,
                    help="simultaneous confidence level of all the cells' signs (Bonferroni)")
-    c.add_argument("--json", action="store_true", help="print the per-cell estimates and intervals as JSON")
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_cli_options(c)
     p.set_defaults(func=run)
@@ -74,9 +86,15 @@ def run(args) -> int:
                 sigma_a=check_real("sigma_a", args.sigma_a, 0.0))
     xs = axis_values(args.x, args.x_range, res)
     ys = axis_values(args.y, args.y_range, res)
-    if not args.confirm and (args.json or args.workers is not None or args.scheduler is not None):
-        raise ParameterError("confirm", False, "--json, --workers and --scheduler need --confirm")
-    out, note = output_path(args.out, extensions=(".png",), default_ext=".png", what="--out")
+    fmt = "json" if args.json else args.format
+    if not args.confirm and (args.workers is not None or args.scheduler is not None):
+        raise ParameterError("confirm", False, "--workers and --scheduler need --confirm")
+    if args.out is None and (fmt == "text" or args.confirm):
+        raise ParameterError("out", None, "give --out FILE (.png, .pdf, .svg), or --format csv|json for the grid")
+    if args.out is None:
+        print_frame(phase_frame(act, args.x, args.y, xs, ys, base), fmt)
+        return 0
+    out, note = output_path(args.out, extensions=(".png", ".pdf", ".svg"), default_ext=".png", what="--out")
     _headless_backend()
     import matplotlib.pyplot as plt
     emp = None
@@ -86,16 +104,21 @@ def run(args) -> int:
         with from_cli(args) as ex:
             emp = confirm_grid(act, args.x, args.y, xs, ys, base, budget=budget, seed=args.seed,
                                level=args.level, executor=ex, progress=not args.no_progress)
-    fig = phase_diagram_figure(act, args.x, args.y, xs, ys, base, empirical=emp)
-    write_atomic(out, lambda fh: fig.savefig(fh, format="png", dpi=120), what="--out")
+    fig = phase_diagram_figure(act, args.x, args.y, xs, ys, base, empirical=emp, values=args.values)
+    kind = out.suffix.lower().lstrip(".")
+    write_atomic(out, lambda fh: fig.savefig(fh, format=kind, dpi=120), what="--out")
     plt.close(fig)
     code = sign_regions(act, args.x, args.y, xs, ys, base)   # cached by the figure
     if note:
         print(note, file=sys.stderr)
-    if args.json:
+    if fmt != "text" and emp is not None:
         d = emp.to_dict()
         d["figure"] = str(out)
-        print_json(d)
+        if fmt == "json":
+            print_json(d)
+            return 0
+    if fmt != "text":
+        print_frame(phase_frame(act, args.x, args.y, xs, ys, base), fmt)
         return 0
     print(f"wrote {out}: {int(np.sum(code == BOTH_NEGATIVE))}/{code.size} grid points with both rates negative")
     if emp is not None:

@@ -8,9 +8,7 @@ the DataFrame's column names, numbers with 17 significant digits, so they read b
 """
 from __future__ import annotations
 
-import sys
-
-from .common import add_format_options, epilog
+from .common import add_format_options, epilog, print_frame
 
 EXAMPLES = [
     "sssn-verify scan --activation relu --d 2:64 --sigma-b 0:3:31 --format csv > relu.csv",
@@ -44,27 +42,5 @@ def run(args) -> int:
     axes = {name: parse_axis(name, getattr(args, name)) for name in
             ("activation", "d", "sigma_w", "sigma_b", "sigma_a", "beta", "attention_scale")}
     frame = scan(**axes)
-    fmt = "json" if args.json else args.format
-    if fmt == "csv":
-        frame.to_csv(sys.stdout, index=False, float_format="%.17g")
-    elif fmt == "json":
-        from .common import print_json
-        from ..regime import _json_number
-        records = [{k: (None if _is_na(v) else _json_number(_plain(v))) for k, v in row.items()}
-                   for row in frame.to_dict(orient="records")]
-        print_json(records)
-    else:
-        import pandas as pd
-        with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
-            print(frame.to_string(index=False))
+    print_frame(frame, "json" if args.json else args.format)
     return 0
-
-
-def _is_na(v) -> bool:
-    import pandas as pd
-    return v is pd.NA
-
-
-def _plain(v):
-    """numpy scalars as Python numbers (JSON)."""
-    return v.item() if hasattr(v, "item") else v
