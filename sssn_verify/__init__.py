@@ -19,6 +19,10 @@ from importlib import import_module
 
 __version__ = "0.1.0"
 
+from .outputs import default_numba_cache as _default_numba_cache  # noqa: E402
+
+_default_numba_cache()      # NUMBA_CACHE_DIR under the private cache, before any module imports numba
+
 # name -> module that defines it (imported lazily)
 _LAZY = {
     "Activation": "sssn_verify.activations", "get_activation": "sssn_verify.activations",

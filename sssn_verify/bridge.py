@@ -14,32 +14,34 @@ member without a closed form gives ``None`` (e.g. ``kernel.K`` for tanh), and th
 is cached too.
 
 The callables are generated once, as Python source, into
-``$SSSN_VERIFY_CACHE/bridge/<fingerprint>/`` (default ``~/.cache/sssn_verify``), written
-atomically (temporary file in the folder, then rename), each with the SHA-256 of its body
-checked before it is executed.  ``<fingerprint>`` hashes the sources of the derivations
-(``symbolic/``, the activations and this module) and the sympy version, so editing a
-derivation invalidates every function generated from it.  On a warm cache this module
-imports neither sympy nor the derivations: ``sssn-verify regime`` answers without
-re-deriving anything.
+``$SSSN_VERIFY_CACHE/bridge/<fingerprint>/`` (``outputs.cache_root``), written atomically.
+``<fingerprint>`` hashes the sources of the derivations (``symbolic/``, the activations and
+this module) and the sympy version, so editing a derivation invalidates every function
+generated from it.  A cached file is trusted for nothing: it is read once, its syntax tree must
+be one ``def f(a0, ...): return <arithmetic of a0, ... and allow-listed math functions>``
+(:func:`_validated`, which no code can pass), and that tree is what runs; anything else is
+regenerated.  On a warm cache this module imports neither sympy nor the derivations.
 
-The generated code only ever contains our own names: every symbol must be one of the
-function's declared arguments (the printer refuses anything else) and the printers run
-in strict mode (an expression sympy cannot print is an error, never a silent fallback).
-This module and :mod:`sssn_verify.activations` (which compiles the activations themselves
-for numba) are the only places that turn sympy expressions into code.
+One printer (:func:`_printer`, strict: only declared arguments, nothing sympy cannot print)
+serves every flavor, ``"numba"`` included; one loader (:func:`load_module`) imports the numba
+modules (activations through :func:`numba_functions`, the driver's kernels) from their freshly
+generated text.  No other module turns sympy into code.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib
 import importlib.util
-import os
+import sys
+import types
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
+from . import outputs
 from .errors import DerivationError
-from .outputs import private_folder, write_atomic
+from .outputs import write_atomic
 
 FLAVORS = ("math", "numpy", "scipy", "mpmath")
 
@@ -139,6 +141,12 @@ def _passage(part: str):
     return args, (mu_s if part == "mu" else scale)
 
 
+def _depth():
+    """L = ceil(t_alpha / delta), the layers of step delta that reach time t_alpha."""
+    sp_mod = _sym("spectrum")
+    return (sp_mod.t_alpha, sp_mod.delta), sp_mod.depth_formula()
+
+
 #: derivation name -> builder (param) -> (argument symbols, sympy expression) or None
 EXPRESSIONS: dict[str, Callable] = {
     "lyapunov.lambda1": _shared("lyapunov", "lambda1_tangent", "d", "k0", "k1"),
@@ -160,6 +168,7 @@ EXPRESSIONS: dict[str, Callable] = {
     "two_point.a": lambda: _two_point("a"),
     "spectrum.lambda_i": _spectrum,
     "spectrum.variance_rate": _shared("spectrum", "variance_rate_tangent", "k0", "k1"),
+    "spectrum.depth": _depth,
     **{f"spectrum.passage_{part}": (lambda part=part: _passage(part))
        for part in ("mean", "variance", "p_reach_away", "cdf", "mu", "scale")},
     "spde.drift_parts": _spde_drift,
@@ -173,12 +182,6 @@ FAMILIES = frozenset({"kernel.K", "kernel.k0", "kernel.k1", "spde.drift_parts"})
 
 
 # ----------------------------------------------------------------------------- cache folder
-def _root() -> Path:
-    root = os.environ.get("SSSN_VERIFY_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "sssn_verify")
-    return Path(root)
-
-
 @lru_cache(maxsize=1)
 def fingerprint() -> str:
     """SHA-256 (16 hex digits) of the derivations' sources and the sympy version."""
@@ -197,8 +200,7 @@ def fingerprint() -> str:
 
 def cache_folder() -> Path:
     """Where the generated functions of this version of the derivations live."""
-    root = private_folder(_root())
-    return private_folder(private_folder(root / "bridge") / fingerprint())
+    return outputs.cache_folder("bridge", fingerprint())
 
 
 def _file_name(name: str, flavor: str, param: str | None) -> str:
@@ -206,12 +208,15 @@ def _file_name(name: str, flavor: str, param: str | None) -> str:
     return f"{name}{tag}.{flavor}.py"
 
 
-# ----------------------------------------------------------------------------- code generation
+# ----------------------------------------------------------------------------- the one printer
 def _printer(flavor: str, allowed: set[str]):
+    """sympy's code printer for `flavor` (strict; only the symbols in `allowed` may appear).
+    ``"numba"``: plain Python that numba compiles in nopython mode (math module, Heaviside and
+    sign as conditional expressions)."""
     from sympy.printing.numpy import NumPyPrinter, SciPyPrinter
     from sympy.printing.pycode import MpmathPrinter, PythonCodePrinter
-    base = {"math": PythonCodePrinter, "numpy": NumPyPrinter, "scipy": SciPyPrinter,
-            "mpmath": MpmathPrinter}[flavor]
+    base = {"math": PythonCodePrinter, "numba": PythonCodePrinter, "numpy": NumPyPrinter,
+            "scipy": SciPyPrinter, "mpmath": MpmathPrinter}[flavor]
 
     class Printer(base):
         def _print_Symbol(self, expr):
@@ -221,22 +226,26 @@ def _printer(flavor: str, allowed: set[str]):
 
         _print_Dummy = _print_Symbol
 
-    return Printer({"fully_qualified_modules": True, "strict": True})
+        if flavor == "numba":
+            def _print_Heaviside(self, expr):
+                arg = self._print(expr.args[0])
+                h0 = self._print(expr.args[1]) if len(expr.args) > 1 else "0.5"
+                return f"(0.0 if ({arg}) < 0 else (({h0}) if ({arg}) == 0 else 1.0))"
+
+            def _print_sign(self, expr):
+                arg = self._print(expr.args[0])
+                return f"(0.0 if ({arg}) == 0 else math.copysign(1.0, {arg}))"
+
+    return Printer({"fully_qualified_modules": True, "strict": True, "standard": "python3"})
 
 
-def generate(name: str, flavor: str, param: str | None = None) -> str:
-    """The Python source of function `name` (sympy runs here, and only here)."""
-    built = EXPRESSIONS[name](param) if name in FAMILIES else EXPRESSIONS[name]()
-    return "EXPRESSION = None\n" if built is None else _source(name, flavor, built)
-
-
-def _source(name: str, flavor: str, built) -> str:
-    """Source of ``f(a0, a1, ...)``: the arguments are renamed a0, a1, ... (same assumptions), so no
-    symbol name, ours or a user's, ever reaches the generated text."""
+def _function_source(name: str, flavor: str, args, expr, fname: str = "f") -> tuple[str, set[str]]:
+    """(``def fname(a0, a1, ...): return ...``, modules it needs): the arguments are renamed
+    a0, a1, ... (same assumptions), so no symbol name, ours or a user's, reaches the text."""
     import sympy as sp
-    args, expr = built
     many = isinstance(expr, (list, tuple, sp.Tuple))
     items = [sp.sympify(e) for e in expr] if many else [sp.sympify(expr)]
+    args = tuple(args)
     if len(set(args)) != len(args) or not all(isinstance(a, sp.Symbol) for a in args):
         raise DerivationError(f"bridge: the arguments of {name} must be distinct symbols, got {list(args)}")
     missing = set().union(*(e.free_symbols for e in items)) - set(args)
@@ -247,37 +256,187 @@ def _source(name: str, flavor: str, built) -> str:
     items = [e.xreplace(safe) for e in items]
     printer = _printer(flavor, {s.name for s in safe.values()})
     body = printer.doprint(items if many else items[0])
-    imports = "".join(f"import {m}\n" for m in sorted(printer.module_imports))
+    if flavor == "numba":
+        body = f"float({body})"
     signature = ", ".join(s.name for s in safe.values())
-    return (f"{imports}\nEXPRESSION = {name!r}\n\n\ndef f({signature}):\n"
-            f"    return {body}\n")
+    head = "@njit(cache=True)\n" if flavor == "numba" else ""
+    return f"{head}def {fname}({signature}):\n    return {body}\n", set(printer.module_imports)
 
 
-def _load(path: Path, label: str):
-    """(found, function or None) from a generated file whose body hash checks, else (False, None)."""
+def _source(name: str, flavor: str, built) -> str:
+    """The text of a generated module: imports, ``EXPRESSION = name`` and ``f``."""
+    args, expr = built
+    text, modules = _function_source(name, flavor, args, expr)
+    imports = "".join(f"import {m}\n" for m in sorted(modules))
+    return f"{_HEADER}{imports}\nEXPRESSION = {name!r}\n\n\n{text}"
+
+
+def generate(name: str, flavor: str, param: str | None = None) -> str:
+    """The Python source of function `name` (sympy runs here, and only here)."""
+    built = EXPRESSIONS[name](param) if name in FAMILIES else EXPRESSIONS[name]()
+    source = _HEADER + "EXPRESSION = None\n" if built is None else _source(name, flavor, built)
+    _validated(source, name)         # what the loader would refuse is a bug here, not later
+    return source
+
+
+# ----------------------------------------------------------------------------- the one loader
+#: the names a generated derived expression may call or read: arithmetic of its arguments and
+#: of these functions and constants only (sympy's printers' tables for the flavors we use,
+#: plus what their _print_ methods emit).  Anything else in a cached file is refused.
+_MODULE_NAMES = {
+    "math": frozenset("""acos acosh asin asinh atan atan2 atanh ceil copysign cos cosh e erf erfc exp
+        expm1 factorial floor gamma hypot inf isinf isnan lgamma log log10 log1p log2 nan pi sin sinh
+        sqrt tan tanh""".split()),
+    "numpy": frozenset("""absolute amax amin arccos arccosh arcsin arcsinh arctan arctan2 arctanh array
+        ceil cos cosh e equal euler_gamma exp exp2 expm1 floor greater greater_equal heaviside hypot inf
+        isinf isnan less less_equal log log10 log1p log2 logaddexp logaddexp2 logical_and logical_not
+        logical_or logical_xor maximum minimum mod nan not_equal pi select sign sin sinh sqrt square tan
+        tanh where""".split()),
+    "scipy.special": frozenset("""beta cosm1 erf erfc erfcinv erfinv eval_chebyt eval_chebyu
+        eval_gegenbauer eval_genlaguerre eval_hermite eval_jacobi eval_laguerre eval_legendre expi
+        factorial gamma gammainc gammaincc gammaln iv jv kv lambertw poch polygamma powm1 psi yv
+        zeta""".split()),
+    "scipy.constants": frozenset("golden_ratio pi".split()),
+    "functools": frozenset({"reduce"}),      # Max/Min of numpy: reduce(numpy.maximum, [...])
+    "mpmath": frozenset("""acos acosh asin asinh atan atan2 atanh besseli besselj besselk bessely beta
+        catalan ceil cos cosh e erf erfc euler exp expm1 factorial floor frac fresnelc fresnels gamma
+        gammainc hyper hypot inf isinf isnan log log10 loggamma meijerg mpf nan ninf phi pi sign sin sinh
+        sqrt tan tanh""".split()),
+}
+_BUILTINS = frozenset({"abs", "min", "max", "float"})
+_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.Mod, ast.FloorDiv, ast.USub, ast.UAdd,
+              ast.Not, ast.And, ast.Or, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Load)
+_EXPRESSION_NODES = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call, ast.keyword,
+                     ast.Tuple, ast.List, ast.Constant, ast.Name, ast.Attribute) + _OPERATORS
+
+
+def _dotted(node) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id] + parts[::-1])
+
+
+def _validated(text: str, label: str) -> ast.Module:
+    """The syntax tree of a generated module of derived expressions, or DerivationError.
+
+    Such a module may only be: the header, ``import`` of the modules above, ``EXPRESSION = <str
+    or None>`` and one ``def f(a0, ...): return <expression>`` whose expression is arithmetic,
+    comparisons and conditionals over its arguments, numbers and the allow-listed functions and
+    constants.  It can compute a number and nothing else, whoever wrote the file."""
+    def bad(why):
+        return DerivationError(f"bridge: generated module {label} refused: {why}")
+    if not text.startswith(_HEADER):
+        raise bad("no header")
     try:
-        text = path.read_text()
-    except OSError:
-        return False, None
-    head, _, rest = text.partition("\n")
-    sig, _, body = rest.partition("\n")
-    if head + "\n" != _HEADER or sig != "# sha256 " + hashlib.sha256(body.encode()).hexdigest():
-        return False, None
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise bad("not Python") from None
+    imported, functions = set(), 0
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname is not None or alias.name not in _MODULE_NAMES:
+                    raise bad(f"import of {alias.name!r}")
+                imported.add(alias.name)
+        elif isinstance(stmt, ast.Assign):
+            if not (len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                    and stmt.targets[0].id == "EXPRESSION" and isinstance(stmt.value, ast.Constant)
+                    and (stmt.value.value is None or isinstance(stmt.value.value, str))):
+                raise bad("an assignment other than EXPRESSION")
+        elif isinstance(stmt, ast.FunctionDef) and stmt.name == "f" and functions == 0:
+            functions += 1
+            a = stmt.args
+            names = [x.arg for x in a.args]
+            if (a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults or stmt.decorator_list
+                    or stmt.returns or any(x.annotation for x in a.args)
+                    or names != [f"a{i}" for i in range(len(names))]
+                    or len(stmt.body) != 1 or not isinstance(stmt.body[0], ast.Return)
+                    or stmt.body[0].value is None):
+                raise bad("f is not one return of an expression of a0, a1, ...")
+            for node in ast.walk(stmt.body[0].value):
+                if not isinstance(node, _EXPRESSION_NODES):
+                    raise bad(f"{type(node).__name__} in f")
+                if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, str, bool)):
+                    raise bad("a constant that is not a number")
+                if isinstance(node, ast.keyword) and node.arg is None:
+                    raise bad("** in a call")
+                if isinstance(node, ast.Name) and node.id not in names and node.id not in _BUILTINS \
+                        and node.id not in {m.partition(".")[0] for m in imported}:
+                    raise bad(f"unknown name {node.id!r}")
+                if isinstance(node, ast.Attribute):
+                    dotted = _dotted(node)
+                    mod, _, attr = (dotted or "").rpartition(".")
+                    if dotted is None or (mod not in imported and f"{dotted}" not in imported
+                                          and not any(m.startswith(dotted + ".") for m in imported)):
+                        raise bad(f"attribute {dotted or '?'}")
+                    if mod in imported and attr not in _MODULE_NAMES[mod]:
+                        raise bad(f"{dotted} is not an allowed function or constant")
+                if isinstance(node, ast.Call):
+                    callee = _dotted(node.func)
+                    mod, _, attr = (callee or "").rpartition(".")
+                    if callee is None or not (callee in _BUILTINS or (mod in imported and attr in _MODULE_NAMES[mod])):
+                        raise bad(f"call of {callee or 'an expression'}")
+        else:
+            raise bad(f"a {type(stmt).__name__} statement")
+    return tree
+
+
+def _run_validated(text: str, path: Path, label: str):
+    """The function ``f`` of a generated module (None when it has no closed form), executed from
+    the tree validated here: the text is read once and never re-read."""
+    tree = _validated(text, label)
     namespace: dict = {"__name__": f"sssn_verify_bridge_{label}"}
-    exec(compile(body, str(path), "exec"), namespace)   # our own generated, hash-checked code
-    return True, namespace.get("f")
+    exec(compile(tree, str(path), "exec"), namespace)   # validated: numbers of a0, a1, ... only
+    return namespace.get("f")
+
+
+def load_module(path: Path, source: str, module_name: str):
+    """Import generated numba `source` (its own fresh text, e.g. an activation or a driver kernel)
+    from `path`: the file is (re)written atomically unless it already holds exactly `source`, and
+    the module is executed from `source` in memory (never from the file's text).  The module is
+    registered in ``sys.modules`` and has ``__file__ = path``: numba's on-disk cache (in the checked
+    :func:`sssn_verify.outputs.numba_cache_dir`) locates its functions through both."""
+    outputs.numba_cache_dir()             # every numba cache folder checked before numba loads from it
+    try:
+        current = path.read_bytes() if path.exists() else None
+    except OSError:
+        current = None
+    if current != source.encode():
+        write_atomic(path, source, mode=0o600, what="cache")
+    module = types.ModuleType(module_name)
+    module.__file__ = str(path)
+    sys.modules[module_name] = module
+    exec(compile(source, str(path), "exec"), module.__dict__)   # our fresh text, not the file's
+    return module
+
+
+def numba_functions(kind: str, key: str, functions: tuple) -> types.ModuleType:
+    """A module of ``@njit(cache=True)`` scalar functions (``functions``: (name, args, expr), ...)
+    printed from trusted sympy trees, in the private folder `kind` (e.g. "activations") under
+    the file ``<key>.py``; its numba cache is kept across processes (callers keep the module:
+    each call loads it afresh)."""
+    texts, modules = [], {"math"}
+    for fname, args, expr in functions:
+        text, mods = _function_source(f"{kind}/{key}.{fname}", "numba", args, expr, fname)
+        texts.append(text)
+        modules |= mods
+    source = (_HEADER + "".join(f"import {m}\n" for m in sorted(modules)) + "from numba import njit\n\n\n"
+              + "\n\n".join(texts))
+    return load_module(outputs.cache_folder(kind) / f"{key}.py", source, f"sssn_verify_{kind}_{key}")
 
 
 def compile_expression(args, expr, flavor: str = "numpy") -> Callable:
-    """A callable of a sympy expression built at run time (e.g. a user's statement, already parsed
-    by :mod:`sssn_verify.expr`): the same printers and checks as :func:`function`, kept in memory
-    only (there is no derivation name to key a cache file by)."""
+    """A callable of a sympy expression built at run time (an activation, or a user's statement,
+    already parsed by :mod:`sssn_verify.expr`): the same printers and checks as :func:`function`,
+    kept in memory only (there is no derivation name to key a cache file by)."""
     if flavor not in FLAVORS:
         raise DerivationError(f"bridge: flavor must be one of {', '.join(FLAVORS)}, got {flavor!r}")
-    body = _source("<run time>", flavor, (tuple(args), expr))
-    namespace: dict = {"__name__": "sssn_verify_bridge_runtime"}
-    exec(compile(body, "<sssn_verify.bridge>", "exec"), namespace)   # printed from a checked tree
-    return namespace["f"]
+    return _run_validated(_source("<run time>", flavor, (tuple(args), expr)), Path("<sssn_verify.bridge>"),
+                          "runtime")
 
 
 @lru_cache(maxsize=None)
@@ -291,16 +450,19 @@ def function(name: str, flavor: str = "numpy", param: str | None = None) -> Call
         raise DerivationError(f"bridge: {name} " + ("needs" if name in FAMILIES else "takes no") + " parameter")
     path = cache_folder() / _file_name(name, flavor, param)
     label = hashlib.sha256(path.name.encode()).hexdigest()[:12]
-    found, fn = _load(path, label)
-    if found:
-        return fn
-    body = generate(name, flavor, param)
-    write_atomic(path, _HEADER + "# sha256 " + hashlib.sha256(body.encode()).hexdigest() + "\n" + body,
-                 mode=0o600, what="cache")
-    found, fn = _load(path, label)
-    if not found:     # pragma: no cover - the folder changed under us
-        raise DerivationError(f"bridge: cannot read back {path}")
-    return fn
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError):
+        text = None
+    if text is not None:
+        try:
+            return _run_validated(text, path, label)
+        except DerivationError:
+            pass                           # not ours (or an older format): generated afresh below
+    text = generate(name, flavor, param)
+    write_atomic(path, text, mode=0o600, what="cache")
+    return _run_validated(text, path, label)
 
 
-__all__ = ["function", "compile_expression", "generate", "cache_folder", "fingerprint", "EXPRESSIONS", "FAMILIES", "FLAVORS"]
+__all__ = ["function", "compile_expression", "numba_functions", "load_module", "generate", "cache_folder",
+           "fingerprint", "EXPRESSIONS", "FAMILIES", "FLAVORS"]

@@ -9,13 +9,20 @@
   concurrent writers each rename a complete file, so the target is always one
   of them, never a mixture.
 * :func:`private_folder` creates a cache folder readable by the user only and
-  refuses one that another user owns or others may write (its files are imported).
+  refuses one that another user owns or others may write (its files are imported);
+  :func:`cache_folder` is every cache folder of the package, under the one root
+  :func:`cache_root`; :func:`numba_cache_dir` is numba's cache (``NUMBA_CACHE_DIR``, by
+  default ``<cache root>/numba``, set before numba is imported), whose whole tree is
+  checked (owner, not writable by group or others, no links) before numba may load from it:
+  its index files are pickles.
 """
 from __future__ import annotations
 
 import os
 import stat
+import sys
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Union
 
@@ -133,3 +140,90 @@ def private_folder(path) -> Path:
         raise OutputError(f"cache folder {str(p)!r} is writable by other users; refusing to use it "
                           f"(chmod go-w it, or set SSSN_VERIFY_CACHE)")
     return p
+
+
+def cache_root() -> Path:
+    """The root of every cache of the package: ``$SSSN_VERIFY_CACHE``, else
+    ``$XDG_CACHE_HOME/sssn_verify`` (``~/.cache/sssn_verify``)."""
+    root = os.environ.get("SSSN_VERIFY_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sssn_verify")
+    return Path(root)
+
+
+def cache_folder(*parts: str) -> Path:
+    """The private folder ``<cache root>/<parts...>``, every level created (0700) or checked."""
+    folder = private_folder(cache_root())
+    for part in parts:
+        folder = private_folder(folder / part)
+    return folder
+
+
+#: set when the package chose NUMBA_CACHE_DIR (the user had not): the folder is then created private
+_NUMBA_DEFAULT: dict = {}
+
+
+def default_numba_cache() -> None:
+    """Point numba's cache at ``<cache root>/numba`` unless the user set ``NUMBA_CACHE_DIR``.
+
+    Called when the package is imported, before any of its modules imports numba (numba reads
+    the variable when a ``cache=True`` function is defined; a numba imported earlier re-reads it).
+    Nothing is created or checked here: :func:`numba_cache_dir` does that before the first use."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    path = str(cache_root() / "numba")
+    os.environ["NUMBA_CACHE_DIR"] = path
+    _NUMBA_DEFAULT["path"] = path
+    config = sys.modules.get("numba.core.config")
+    if config is not None:
+        config.reload_config()
+
+
+def check_tree(root, *, what: str = "cache folder") -> Path:
+    """`root` and everything below it: owned by this user, not writable by group or others, and
+    no symbolic links inside (a planted file cannot be slipped in by another user).  Raises
+    OutputError naming the first offender."""
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    fix = "(chmod -R go-w it, or point SSSN_VERIFY_CACHE / NUMBA_CACHE_DIR at a folder of yours)"
+
+    def check(path: str, st) -> None:
+        if uid is not None and st.st_uid != uid:
+            raise OutputError(f"{what} {path!r} belongs to another user; refusing to load from it {fix}")
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise OutputError(f"{what} {path!r} is writable by other users; refusing to load from it {fix}")
+
+    top = str(root)
+    try:
+        check(top, os.stat(top))
+        stack = [top]
+        while stack:
+            folder = stack.pop()
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    st = entry.stat(follow_symlinks=False)
+                    if stat.S_ISLNK(st.st_mode):
+                        raise OutputError(f"{what} {entry.path!r} is a symbolic link; refusing to load "
+                                          f"from {top!r} {fix}")
+                    check(entry.path, st)
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(entry.path)
+    except OutputError:
+        raise
+    except OSError as exc:
+        raise OutputError(f"{what} {top!r}: {exc.strerror or exc}") from None
+    return Path(top)
+
+
+def numba_cache_dir() -> Path:
+    """numba's cache folder (``NUMBA_CACHE_DIR``, set by :func:`default_numba_cache` unless the user
+    set it), created 0700 if missing, and its whole tree checked (:func:`check_tree`) once per
+    process before numba loads anything from it.  Without ``NUMBA_CACHE_DIR`` numba would use the
+    ``__pycache__`` folders next to the sources, which nobody checks."""
+    if not os.environ.get("NUMBA_CACHE_DIR"):
+        default_numba_cache()
+    return _checked_numba_tree(os.environ["NUMBA_CACHE_DIR"])
+
+
+@lru_cache(maxsize=None)
+def _checked_numba_tree(path: str) -> Path:
+    private_folder(path)
+    return check_tree(path, what="numba cache folder")

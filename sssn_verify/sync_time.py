@@ -1,7 +1,7 @@
 """The law of synchronization (docs/mathematics.md, section 8), in numbers: the Lyapunov spectrum, the variance
 rate of the log-distance and the law of the first time two tokens come within eps.
 
-Every formula is lambdified from ``symbolic.spectrum`` (nothing typed in):
+Every formula comes from ``symbolic.spectrum`` through the one bridge (nothing typed in):
 
 * ``lyapunov_spectrum(d, k0, k1)``: lambda_i = ((d-1-2i) k1 - (d-1) k0)/2, i = 1..d-1;
 * ``log_distance_variance(k0, k1)``: sigma^2 = k0 + k1;
@@ -10,7 +10,7 @@ Every formula is lambdified from ``symbolic.spectrum`` (nothing typed in):
   Gaussian when lambda_1 < 0 (numbers from ``scipy.stats.invgauss`` with the derived
   (mu, scale)); for lambda_1 >= 0 the (possibly defective) CDF of the method of images is
   used, p_reach = (eps0/eps)^(-2 lambda_1/sigma^2) when lambda_1 > 0.  The depth at step delta
-  is ``ceil(t_{1-alpha} / delta)``.
+  is ``ceil(t_{1-alpha} / delta)`` (``spectrum.depth``).
 """
 from __future__ import annotations
 
@@ -142,14 +142,11 @@ class SyncTimeLaw:
 
     def depth(self, alpha: float, delta: float) -> float:
         """L(eps0, eps, alpha) = ceil(t_{1-alpha} / delta) layers of step delta (inf if never)."""
-        import sympy as sp
-
-        from .symbolic.spectrum import delta as dsym, depth_formula, t_alpha
         delta = check_real("delta", delta, 0.0, strict=True)
         ta = self.time_for_alpha(alpha)
         if not math.isfinite(ta):
             return math.inf
-        return float(sp.Integer(depth_formula().subs({t_alpha: sp.Float(ta, 17), dsym: sp.Float(delta, 17)})))
+        return float(function("spectrum.depth", "math")(ta, delta))
 
     def to_dict(self, alpha: float = 0.1, delta: float | None = None) -> dict:
         out = {"lambda1": self.lambda1, "log_distance_variance": self.sigma2, "eps0": self.eps0,

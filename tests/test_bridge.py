@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -122,9 +123,48 @@ def test_only_declared_arguments_reach_the_code(monkeypatch):
 
 
 def test_bridge_is_the_only_code_generator_from_derivations():
-    """No lambdify outside the bridge and the activation compiler; numeric/ imports no sympy."""
+    """One printer and one loader: no lambdify, code printer, exec or compile of source anywhere in
+    the package but bridge.py; numeric/ imports no sympy."""
     pkg = ROOT / "sssn_verify"
-    users = sorted(str(p.relative_to(pkg)) for p in pkg.rglob("*.py") if "lambdify(" in p.read_text())
-    assert set(users) <= {"activations.py"}, users
+    texts = {str(p.relative_to(pkg)): p.read_text() for p in pkg.rglob("*.py")}
+    for word in (r"lambdify\(", r"sympy\.printing", r"(?<![\w.])exec\(", r"(?<![\w.])compile\("):
+        users = sorted(name for name, text in texts.items() if re.search(word, text) and name != "bridge.py")
+        assert users == [], (word, users)
     numeric = [p.name for p in (pkg / "numeric").glob("*.py") if "import sympy" in p.read_text()]
     assert numeric == []
+
+
+def test_engine_modules_are_every_module_with_cached_numba_functions():
+    """ENGINE_MODULES (read from the sources) against the dispatchers themselves: every module of the
+    package whose numba functions have an on-disk cache is in it, so no cache outlives an edit."""
+    import importlib
+    import pkgutil
+
+    import sssn_verify
+    from numba.core.caching import NullCache
+    from numba.core.registry import CPUDispatcher
+    from sssn_verify.numeric.fields import ENGINE_MODULES, engine_sources_digest
+    cached = set()
+    for info in pkgutil.walk_packages(sssn_verify.__path__, "sssn_verify."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            if isinstance(value, CPUDispatcher) and value.py_func.__module__ == info.name \
+                    and not isinstance(value._cache, NullCache):
+                cached.add(info.name)
+    assert {"sssn_verify.numeric.kernel_table", "sssn_verify.numeric.layer_rates",
+            "sssn_verify.claims.lyapunov_spectrum"} <= cached          # the three the audit found missing
+    assert cached <= set(ENGINE_MODULES), sorted(cached - set(ENGINE_MODULES))
+    assert set(ENGINE_MODULES) <= cached, sorted(set(ENGINE_MODULES) - cached)
+    assert len(engine_sources_digest()) == 16
+
+
+def test_depth_is_the_derived_ceiling():
+    """sync_time's depth (spectrum.depth through the bridge) against ceil computed here in exact
+    rationals of the same doubles."""
+    from fractions import Fraction
+    f = bridge.function("spectrum.depth", "math")
+    for ta, delta, layers in ((16.9052, 0.01, 1691), (3.1, 0.5, 7), (1e-3, 7.0, 1), (123.4567, 0.001, 123457)):
+        assert -((-Fraction(ta)) // Fraction(delta)) == layers           # away from integers: exact
+        assert f(ta, delta) == layers

@@ -88,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("sssn-verify: interrupted", file=sys.stderr)
         return 130
+    except SSSNError as exc:             # e.g. a cache folder refused while the commands load
+        print(f"sssn-verify: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -63,26 +63,43 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
+import re
 from pathlib import Path
 
 import numpy as np
 from numba import njit
 
+from ..errors import OutputError
+from ..outputs import numba_cache_dir
 from .kernels import table_gap
 from .observables import half_sq_dist
 
 # numba's cache=True checks only the cached function's own file, not the modules it calls:
-# an edit of fields.py would leave a model's cached kernels stale.  The engine's numba
-# modules (the core ones below and every model module) therefore share one digest; when it
-# changes their cache files are removed, and the generated kernels get new names.
-ENGINE_MODULES = ("fields", "observables", "kernels", "sphere", "attention", "driver", "one_step")
+# an edit of fields.py would leave a model's cached kernels stale.  Every module of the package
+# with an ``@njit(cache=True)`` function (found in the sources, not listed by hand) therefore
+# shares one digest; when it changes their cache files are removed, and the generated kernels
+# get new names.
+_NJIT_CACHE = re.compile(rb"^[ \t]*@(?:numba\.)?njit\((?:[^)]*,)?\s*cache\s*=\s*True", re.M)
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def _engine_modules() -> tuple[str, ...]:
+    found = []
+    for path in sorted(_PACKAGE.rglob("*.py")):
+        try:
+            if _NJIT_CACHE.search(path.read_bytes()):
+                found.append(".".join(("sssn_verify",) + path.relative_to(_PACKAGE).with_suffix("").parts))
+        except OSError:
+            continue
+    return tuple(found)
+
+
+#: the package's modules with ``@njit(cache=True)`` functions (dotted names)
+ENGINE_MODULES = _engine_modules()
 
 
 def _engine_files() -> list[Path]:
-    here = Path(__file__).parent
-    return [here / f"{name}.py" for name in ENGINE_MODULES] + sorted(
-        p for p in (here / "models").glob("*.py") if p.name != "__init__.py")
+    return [_PACKAGE.joinpath(*name.split(".")[1:]).with_suffix(".py") for name in ENGINE_MODULES]
 
 
 def engine_sources_digest() -> str:
@@ -96,24 +113,27 @@ def engine_sources_digest() -> str:
 
 
 def _invalidate_stale_caches() -> None:
-    here = Path(__file__).parent
-    folders = [here / "__pycache__", here / "models" / "__pycache__"]
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        folders += [p for p in Path(os.environ["NUMBA_CACHE_DIR"]).rglob("numeric") if p.is_dir()]
-        folders += [p / "models" for p in folders if (p / "models").is_dir()]
+    """Remove the engine modules' numba cache files (in the checked ``NUMBA_CACHE_DIR``) when the
+    digest of their sources changed."""
+    from numba.core.caching import UserProvidedCacheLocator
+    root = numba_cache_dir()
+    by_folder: dict[Path, set[str]] = {}
+    for path in _engine_files():
+        folder = root / UserProvidedCacheLocator.get_suitable_cache_subpath(str(path))
+        by_folder.setdefault(folder, set()).add(path.stem)
     digest = engine_sources_digest()
-    for folder in folders:
+    for folder, stems in by_folder.items():
         stamp = folder / "sssn_engine_sources.digest"
         try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             if stamp.exists() and stamp.read_text() == digest:
                 continue
-            for name in {path.stem for path in _engine_files()}:
+            for name in stems:
                 for f in list(folder.glob(f"{name}.*.nbi")) + list(folder.glob(f"{name}.*.nbc")):
                     f.unlink(missing_ok=True)
-            if folder.is_dir():
-                stamp.write_text(digest)
-        except OSError:  # read-only install: numba falls back to its user cache directory
-            pass
+            stamp.write_text(digest)
+        except OSError as exc:   # the checked private folder went away or filled up meanwhile
+            raise OutputError(f"numba cache folder {str(folder)!r}: {exc.strerror or exc}") from None
 
 
 _invalidate_stale_caches()
