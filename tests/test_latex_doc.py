@@ -12,7 +12,7 @@ import pytest
 
 from sssn_verify.cli import main
 from sssn_verify.latex_doc import (FILENAME, build_document, checked_by, compile_tex, ordered_names,
-                                   pseudo_maths, standalone_document, tex_engine)
+                                   prose_outside_math, pseudo_maths, standalone_document, tex_engine)
 from sssn_verify.symbolic import DERIVATIONS, MODULES
 
 COMMITTED = Path(__file__).resolve().parents[1] / "derivations" / FILENAME
@@ -161,7 +161,7 @@ def test_latex_command_writes_the_file(tmp_path, capsys, document):
 def _math_stripped(tex: str) -> str:
     """The document with every math span and display removed (it still compiles)."""
     head, body = tex.split("\\begin{document}", 1)
-    body = re.sub(r"\\begin\{dmath\*\}.*?\\end\{dmath\*\}", "", body, flags=re.S)
+    body = re.sub(r"\\begin\{(dmath|equation)\*\}.*?\\end\{\1\*\}", "", body, flags=re.S)
     body = re.sub(r"\$[^$]*\$", "", body)
     return head + "\\begin{document}" + body
 
@@ -185,6 +185,10 @@ def test_the_appendix_compiles_cleanly_and_its_pdf_text_has_no_pseudo_maths(tmp_
     assert "Latest verdict" in text and "Two-point motion of the overlap" in text
     for bad in ("^{", "lambda_", "\u00a1", "\u00bf", "\\", "$"):                 # ¡ ¿: T1 missing
         assert bad not in text, bad
+    for bad in ("acos", "asin", "True", "sympy", "scipy", "symbolic.", "numeric.", "invgauss", "\u2228"):
+        assert bad not in text, bad                                          # artefacts (issue 23)
+    assert all(re.fullmatch(r"[\d.]\s*\u2227\s*[V.]", m) for m in re.findall(r"\S\s*\u2227\s*\S", text)), \
+        "a logical wedge (only exterior products of the V^j may use it)"
     # the prose alone (math removed before compiling): no <, >, ^{, lambda_ at all
     stripped = tmp_path / "stripped" / FILENAME
     stripped.parent.mkdir()
@@ -205,3 +209,165 @@ def test_derive_standalone_compiles(tmp_path, capsys):
     tex.write_text(capsys.readouterr().out)
     res = compile_tex(tex)
     assert res["pdf"] and res["overfull"] == 0 and res["undefined_references"] == 0, res
+
+
+# ---------------------------------------------------------------- typeset like a paper (issue 23)
+def _results(document):
+    return re.findall(r"\\begin\{result\}\\label\{res:([^}]+)\}(.*?)\\end\{result\}", document, re.S)
+
+
+def test_every_result_is_an_equation_with_its_left_hand_side(document):
+    for key, body in _results(document):
+        displays = re.findall(r"\\begin\{(dmath\*|equation\*)\}\n(.*?)\n\\end\{\1\}", body, re.S)
+        assert displays, key
+        for _, formula in displays:
+            head = formula.split("\\begin{cases}")[0]
+            assert re.search(r"(?<![<>\\])=|\\iff", head), (key, formula[:80])
+    assert "K(\\rho) = \\frac{\\sigma_{a}^{2}}{2 \\pi}" in document           # ReLU kernel, with its lhs
+    assert "\\bar\\lambda(\\beta) \\ge \\lambda_{\\mathrm{edge}} =" in document
+    assert "C_{\\mathrm{att}} = \\begin{cases}" in document
+    assert "b(\\rho) = " in document and "a(\\rho) = " in document and "c(x) = " in document
+
+
+def _displays(document):
+    return "\n".join(m.group(2) for m in re.finditer(r"\\begin\{(dmath\*|equation\*)\}\n(.*?)\n\\end\{\1\}",
+                                                     document, re.S))
+
+
+def test_no_computer_algebra_artefacts_in_the_formulas(document):
+    shown = _displays(document)
+    for bad in ("\\operatorname{acos}", "\\operatorname{asin}", "\\wedge", "\\vee", "\\text{True}", "\\text{for}",
+                "\\sqrt{\\sigma^{2}}", "mn", "norm_", "scipy", "\\epsilon", "v_{11 1}",
+                "\\left(e^{\\beta} - 1\\right) \\left(e^{\\beta} + 1\\right)", "d \\sigma_{b}^{2} - 3 \\sigma_{b}^{2}",
+                "- d t^{2} + 3 t^{2}"):
+        assert bad not in shown, bad
+    assert "\\arccos" in shown and "\\quad\\text{and}\\quad" in shown and "\\quad\\text{or}\\quad" in shown
+    # a step whose object is a verdict or a residual is a sentence
+    for body in re.findall(r"\\item\\label\{step:[^}]+\}(.*?)(?=\\item|\\end\{enumerate\})", document, re.S):
+        for formula in re.findall(r"\\begin\{(?:dmath\*|equation\*)\}\n(.*?)\n\\end", body, re.S):
+            assert formula.strip() not in ("0", "\\text{true}") and not re.fullmatch(
+                r"\\left\( 0(, \\  0)*\\right\)", formula.strip()), body[:80]
+    assert ": it is $0$." in document and ": each is $0$." in document and ": it holds." in document
+
+
+def test_no_module_library_or_function_names_in_the_prose(document):
+    prose_text = prose_outside_math(document.split("\\tableofcontents", 1)[1])
+    for bad in ("sympy", "scipy", "numpy", "mpmath", "symbolic.", "numeric.", "sssn_verify", "invgauss",
+                "cauchy schwarz", "Lemma (", "True"):
+        assert bad not in prose_text, bad
+    # the implementation map is a separate, optional table at the end
+    with_map = build_document(implementation_map=True)
+    assert with_map.startswith(document[:-len("\\end{document}\n")])
+    assert "\\section{Implementation map}" in with_map and "sssn\\_verify.symbolic.kernel" in with_map
+
+
+def test_display_rules_keep_the_value():
+    """Every displayed expression equals the derived one at random points (rationals in (0.3, 2),
+    d in {4, 7}); the rules are exact rewritings, so the check is to 1e-9 relative."""
+    import random
+
+    import sympy as sp
+    from sssn_verify.symbolic import derive
+    from sssn_verify.symbolic.derivation import display_form
+    from sympy.core.function import AppliedUndef
+    rng = random.Random(23)
+    checked = 0
+    for name in ordered_names():
+        der = derive(name)
+        for expr in [der.result, *(s.expr for s in der.steps)]:
+            if not isinstance(expr, sp.Expr) or expr.atoms(sp.MatrixSymbol, sp.Integral, sp.Indexed, AppliedUndef):
+                continue
+            shown = display_form(expr)
+            free = sorted(expr.free_symbols | shown.free_symbols, key=str)
+            for _ in range(3):
+                # display rule 3 renames a positive 'x^2' symbol to x**2: the same value for x = sqrt(v)
+                point = {s: (rng.choice([4, 7]) if s.name == "d" else sp.Rational(rng.randint(3, 20), 10))
+                         for s in free}
+                point.update({s: sp.sqrt(point[t]) for s in free for t in free
+                              if t.name == s.name + "^2" and s is not t})
+                a, b = complex(expr.subs(point).evalf(30)), complex(shown.subs(point).evalf(30))
+                assert abs(a - b) <= 1e-9 * max(1.0, abs(a)), (name, expr, shown)
+            checked += 1
+    assert checked > 40
+
+
+def test_derive_latex_fragment_is_the_appendix_section(capsys, document):
+    assert main(["derive", "kernel", "--activation", "relu", "--format", "latex"]) == 0
+    out = capsys.readouterr().out
+    section = out.split("\\paragraph{Numbers.}")[0]
+    appendix = document[document.index("\\subsection{Covariance kernel for the activation \\texttt{relu}}"):]
+    appendix = appendix[:appendix.index("\\end{result}") + len("\\end{result}")]
+    body = section.replace("\\section{", "\\subsection{")
+    body = body[:body.index("\\end{result}") + len("\\end{result}")]
+    assert body.replace("Checked numerically by the claim \\texttt{kernel} of the verification suite.",
+                        "Checked numerically by Claim~\\ref{claim:kernel} (\\texttt{kernel}).") == appendix
+    numbers = out.split("\\paragraph{Numbers.}")[1]
+    assert "$\\sigma_w = 1$" in numbers and "$k_0 = " in numbers and "error at most $" in numbers
+    assert "No claim" not in out and "sigma w" not in out and pseudo_maths("\\begin{document}" + out) == []
+
+
+def test_standalone_reads_as_a_short_note(capsys):
+    assert main(["derive", "lyapunov", "--format", "latex", "--standalone"]) == 0
+    out = capsys.readouterr().out
+    assert "\\maketitle" in out and out.count("of the verification suite") == 1
+    assert "sssn-verify verify" not in out
+
+
+HOSTILE = ["sin(u) # $\\immediate\\write18{touch PWNED}$", "u # `$\\input{/etc/hostname}$`",
+           "u # \\immediate\\write18{touch PWNED} } { $ % & ~ ^ _ #"]
+
+
+def test_prose_never_copies_math_from_names():
+    from sssn_verify.escape import latex_text
+    from sssn_verify.symbolic.derivation import heading, prose
+    for name in HOSTILE:
+        out = prose(f"Kernel for `{name}`") + heading("section", f"Kernel for `{name}`")
+        assert "\\immediate" not in out.replace("\\textbackslash{}immediate", "")
+        assert "\\input" not in out.replace("\\textbackslash{}input", "")
+    assert prose("$\\immediate\\write18{x}$") == latex_text("$\\immediate\\write18{x}$")   # unsafe: literal
+    assert prose("$k_0 = K(1)$") == "$k_0 = K(1)$"
+
+
+@needs_tex
+def test_shell_escape_runs_nothing_from_names_or_reports(tmp_path):
+    """pdflatex -shell-escape on what derive and latex write with hostile activation names and
+    report.json strings: nothing runs, nothing is read, and the names print literally."""
+    from sssn_verify.latex_doc import claims_section
+    from sssn_verify.symbolic.derivation import Derivation
+    assert tex_engine() is not None, NO_TEX
+    der = Derivation("kernel", f"Covariance kernel for the activation `{HOSTILE[0]}`", [f"name `{HOSTILE[1]}`"],
+                     [], 0, lhs="K(\\rho)")
+    der.add(f"Activation `{HOSTILE[2]}`")
+    report = dict(REPORT, mode="\\immediate\\write18{touch PWNED}$", provenance={
+        "version": "$\\input{/etc/hostname}$", "date": "x", "git": {"commit": "\\write18{touch PWNED}"}})
+    report["claims"] = [dict(REPORT["claims"][0], name="two_point"), {"name": "kernel", "estimate": "\\input{/etc/passwd}",
+                                                                       "expected": float("nan"), "checks": "x"}]
+    body = der.latex(checked_by=[("kernel", False)]) + claims_section(report)
+    tex = tmp_path / "hostile.tex"
+    from sssn_verify.latex_doc import PACKAGES
+    tex.write_text("\\documentclass{article}\n" + PACKAGES + "\\begin{document}\n" + body + "\\end{document}\n")
+    proc = subprocess.run([tex_engine(), "-shell-escape", "-interaction=nonstopmode", "-halt-on-error", tex.name],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert not (tmp_path / "PWNED").exists()
+    text = _pdf_text(tmp_path / "hostile.pdf")
+    hostname = Path("/etc/hostname").read_text().strip() if Path("/etc/hostname").exists() else "\x00"
+    assert hostname not in text.replace("/etc/hostname", "")
+    assert "\\immediate\\write18{touch PWNED}" in text and "not a number" in text
+
+
+@needs_tex
+def test_latex_out_leaves_only_tex_and_pdf_and_reports_the_first_error(tmp_path, capsys):
+    from sssn_verify import latex_doc
+    assert tex_engine() is not None, NO_TEX
+    small = latex_doc.standalone_document(["lyapunov"])
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "note.tex").write_text(small)
+    res = compile_tex(out / "note.tex")
+    assert res["pdf"] and not res["rerun_needed"] and res["passes"] >= 1, res
+    assert sorted(p.name for p in out.iterdir()) == ["note.pdf", "note.tex"]
+    (out / "bad.tex").write_text(small.replace("\\begin{document}", "\\begin{document}\\undefinedthing"))
+    res = compile_tex(out / "bad.tex")
+    assert res["pdf"] is None and res["error"].startswith("! Undefined control sequence"), res
+    assert sorted(p.name for p in out.iterdir()) == ["bad.tex", "note.pdf", "note.tex"]

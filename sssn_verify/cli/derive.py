@@ -45,6 +45,8 @@ def register(sub) -> None:
                                    "compile it when pdflatex or lualatex is on PATH.")
     q.add_argument("--out", default="derivations", metavar="DIR", help="output folder (default derivations)")
     q.add_argument("--no-pdf", action="store_true", help="do not run a TeX engine")
+    q.add_argument("--implementation-map", action="store_true",
+                   help="end the document with a table of the modules that compute each derivation")
     q.add_argument("--with-report", metavar="DIR", default=None,
                    help="add each claim's latest verdict from DIR/report.json (sssn-verify verify --report DIR)")
     q.set_defaults(func=run_latex)
@@ -97,7 +99,7 @@ def _one(name: str, args) -> dict:
              "sigma_a": args.sigma_a}
     der = derive(name, **{k: v for k, v in given.items() if k in derivation_parameters(name)})
     numbers = _NUMBERS[name](args) if name in _NUMBERS else {}
-    return {"derivation": der, "numbers": numbers}
+    return {"derivation": der, "numbers": numbers, "given": given}
 
 
 def _render(item: dict, fmt: str):
@@ -112,11 +114,8 @@ def _render(item: dict, fmt: str):
             out.update(numbers)
         return jsonable(out)
     if fmt == "latex":
-        text = der.latex()
-        if numbers:
-            text += "\\paragraph{Numbers.} " + ", ".join(
-                f"{k.replace('_', ' ')} = {v}" for k, v in numbers.items() if k != "activation") + "\n"
-        return text
+        from ..latex_doc import fragment
+        return fragment(der.name, numbers, **item["given"])
     text = der.text()
     if numbers:
         text += "\nNumeric (" + ", ".join(f"{k}={v}" for k, v in numbers.items()) + ")"
@@ -151,7 +150,8 @@ def run(args: argparse.Namespace) -> int:
         if args.format != "latex":
             raise ParameterError("standalone", True, "only with --format latex")
         from ..latex_doc import standalone_document
-        print(standalone_document(chosen, activation=args.activation, sigma_w=args.sigma_w,
+        numbers = {n: _NUMBERS[n](args) for n in chosen if n in _NUMBERS}
+        print(standalone_document(chosen, numbers, activation=args.activation, sigma_w=args.sigma_w,
                                   sigma_b=args.sigma_b, sigma_a=args.sigma_a), end="")
         return 0
     rendered = [_render(_one(n, args), args.format) for n in chosen]
@@ -163,16 +163,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_latex(args: argparse.Namespace) -> int:
+    from ..escape import terminal
     from ..latex_doc import write_document
     if not str(args.out).strip():
         raise ParameterError("out", args.out, "must be a folder path")
-    result = write_document(args.out, compile_pdf=not args.no_pdf, report=args.with_report)
+    result = write_document(args.out, compile_pdf=not args.no_pdf, report=args.with_report,
+                            implementation_map=args.implementation_map)
     print(f"wrote {result['tex']}")
     if result["pdf"]:
         print(f"wrote {result['pdf']} ({result['engine']}: {result['pages']} pages, "
               f"{result['overfull']} overfull boxes)")
     elif result.get("engine"):
-        print(f"{result['engine']} failed: {result.get('error', '')[-200:]}")
+        print(f"{result['engine']} failed: {terminal(result.get('error', ''))}")
         return 1
     elif not args.no_pdf:
         print("no pdflatex/lualatex on PATH: PDF not built")

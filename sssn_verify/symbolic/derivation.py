@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sympy as sp
+from sympy.printing.latex import LatexPrinter
+
+from ..escape import UnsafeMathError, check_math, latex_text
+from ..escape import pdf_string as _pdf_string
 
 
 # LaTeX names of the symbols, by symbol name (applied when rendering, so the symbol
@@ -23,7 +27,7 @@ LATEX_NAMES = {
     "aa": r"|a|^2", "xSx": r"x^{\top} \Sigma x", "trSigma": r"\operatorname{tr}\Sigma", "aSx": r"a^{\top}\Sigma x",
     "Sigma_x": r"\Sigma x", "Sigma_a": r"\Sigma a", "epsilon": r"\varepsilon", "e_beta": r"e^{\beta}",
     "Lambda": r"\Lambda", "E tau": r"E\,\tau", "Var tau": r"\operatorname{Var}\tau",
-    "p_reach": r"p_{\mathrm{reach}}", "mu_scipy": r"\mu", "M0": "M_0", "M1": "M_1", "k0": "k_0", "k1": "k_1", "k2": "k_2",
+    "p_reach": r"p_{\mathrm{reach}}", "epsilon_0": r"\varepsilon_0", "mu_scipy": r"\mu", "M0": "M_0", "M1": "M_1", "k0": "k_0", "k1": "k_1", "k2": "k_2",
 }
 _GRAM = re.compile(r"^<(\w+),(\w+)>$")
 
@@ -38,15 +42,146 @@ def latex_name(name: str) -> str | None:
     """The LaTeX name of a symbol called `name`, or None to keep sympy's."""
     if name in LATEX_NAMES:
         return LATEX_NAMES[name]
+    m = re.fullmatch(r"norm_(V|KtQ)(\d)", name)       # per-head norms of the attention bound
+    if m:
+        h = m.group(2)
+        return rf"\|V_{h}\|" if m.group(1) == "V" else rf"\|K_{h}^{{\top}} Q_{h}\|"
+    m = re.fullmatch(r"v(\d)(\d)(?:_(\d))?", name)     # entries of a value matrix V (or V_h)
+    if m:
+        return f"(V_{m.group(3)})_{{{m.group(1)}{m.group(2)}}}" if m.group(3) else f"V_{{{m.group(1)}{m.group(2)}}}"
     m = _GRAM.match(name)
     if m:
         return rf"\langle {_vector_name(m.group(1))}, {_vector_name(m.group(2))}\rangle"
     return None
 
 
+# How a displayed formula differs from the sympy object it shows (stated in the appendix; each
+# rule keeps the value, which tests/test_latex_doc.py checks at random points):
+DISPLAY_RULES = (
+    "a sum that is a polynomial in the parameters with coefficients in $d$ alone is collected by "
+    "monomial, each coefficient factored (so $(d - 3)\\sigma_b^2$, not $d\\sigma_b^2 - 3\\sigma_b^2$), "
+    "when that is not longer",
+    "a product $(e^{x} - 1)(e^{x} + 1)$ is multiplied out to $e^{2x} - 1$",
+    "a product of square roots $\\sqrt{a}\\sqrt{b}$ is written $\\sqrt{ab}$, and the square root of "
+    "the square of a positive quantity is that quantity",
+)
+
+
+def _collect_in_parameters(e: sp.Expr) -> sp.Expr:
+    """Rule 1: a polynomial sum collected by monomial in its symbols other than d."""
+    free = sorted(e.free_symbols - {_d_symbol()}, key=str)
+    if not free or not e.is_commutative or e.has(sp.MatrixExpr) or any(not s.is_commutative for s in free):
+        return e
+    try:
+        poly = sp.Poly(sp.expand(e), *free)
+    except (sp.PolynomialError, sp.GeneratorsError):
+        return e
+    if any(c.free_symbols - {_d_symbol()} for c in poly.coeffs()):
+        return e
+    out = sp.Add(*[sp.factor(c) * sp.Mul(*[g**k for g, k in zip(free, mon)]) for mon, c in poly.terms()])
+    return out if sp.count_ops(out) <= sp.count_ops(e) else e
+
+
+def _d_symbol():
+    from .symbols import d
+    return d
+
+
+def _merge_exp_pairs(e: sp.Mul) -> sp.Expr:
+    """Rule 2: (e^x - 1)(e^x + 1) -> e^(2x) - 1 inside a product (also as (...)^-1 (...)^-1)."""
+    factors = [f.as_base_exp() for f in e.args]
+    for i, (f, p) in enumerate(factors):
+        for j, (g, q) in enumerate(factors):
+            if i < j and p == q and f.is_Add and g.is_Add and f.has(sp.exp) and sp.expand(f - g) in (2, -2):
+                rest = [b**x for k, (b, x) in enumerate(factors) if k not in (i, j)]
+                return sp.Mul(*rest, sp.Pow(sp.expand(f * g), p))
+    return e
+
+
+def _sqrt_rules(e: sp.Expr) -> sp.Expr:
+    """Rule 3: sqrt(a) sqrt(b) -> sqrt(ab); sqrt of a symbol named 'x^2' (declared positive) -> x."""
+    reps = {}
+    for s in e.atoms(sp.Symbol):
+        m = re.fullmatch(r"([A-Za-z]+)\^2", s.name)
+        if m and s.is_positive:
+            reps[s] = sp.Symbol(m.group(1), positive=True)**2
+    if reps:
+        e = e.xreplace(reps)
+    if isinstance(e, sp.Mul):
+        roots = [f for f in e.args if isinstance(f, sp.Pow) and f.exp == sp.S.Half]
+        if len(roots) >= 2:
+            rest = [f for f in e.args if f not in roots]
+            merged = sp.Pow(sp.Mul(*[r.base for r in roots]), sp.S.Half, evaluate=False)
+            e = sp.Mul(*rest, merged, evaluate=False) if rest else merged
+    return e
+
+
+def display_form(expr: Any) -> Any:
+    """`expr` rewritten by DISPLAY_RULES for typesetting (the same value)."""
+    if not isinstance(expr, sp.Basic) or isinstance(expr, (sp.Symbol, sp.Number)) or not expr.args:
+        return _sqrt_rules(expr) if isinstance(expr, sp.Symbol) else expr
+    if isinstance(expr, (sp.MatrixBase, sp.Integral, sp.Set)):
+        return expr
+    if isinstance(expr, sp.Eq):
+        return sp.Eq(display_form(expr.lhs), display_form(expr.rhs), evaluate=False)
+    if isinstance(expr, sp.Piecewise):
+        return sp.Piecewise(*[(display_form(e), display_form(c)) for e, c in expr.args], evaluate=False)
+    try:
+        args = [display_form(a) for a in expr.args]
+        out = expr.func(*args, evaluate=False) if isinstance(expr, (sp.Add, sp.Mul, sp.Pow)) else expr.func(*args)
+    except (TypeError, ValueError):
+        return expr
+    if isinstance(out, sp.Add):
+        out = _collect_in_parameters(out)
+    if isinstance(out, sp.Mul):
+        out = _merge_exp_pairs(out)
+    if isinstance(out, sp.Expr):
+        out = _sqrt_rules(out)
+    return out
+
+
+class _PaperPrinter(LatexPrinter):
+    """sympy's LaTeX with words for the logic ("and", "or", "if"), \\arccos-style inverse functions
+    and the project's symbol names."""
+
+    def _print_And(self, e):
+        return r" \quad\text{and}\quad ".join(self._logic_arg(a) for a in e.args)
+
+    def _print_Or(self, e):
+        return r" \quad\text{or}\quad ".join(self._logic_arg(a) for a in e.args)
+
+    def _print_Not(self, e):
+        return r"\text{not}\ " + self._logic_arg(e.args[0])
+
+    def _logic_arg(self, a):
+        body = self._print(a)
+        return rf"\bigl({body}\bigr)" if isinstance(a, (sp.And, sp.Or)) else body
+
+    def _print_Indexed(self, e):
+        base = str(e.base.label)
+        if base in ("norm_V", "norm_KtQ") and len(e.indices) == 1:
+            h = self._print(e.indices[0])
+            return rf"\|V_{{{h}}}\|" if base == "norm_V" else rf"\|K_{{{h}}}^{{\top}} Q_{{{h}}}\|"
+        return super()._print_Indexed(e)
+
+    def _print_BooleanTrue(self, e):
+        return r"\text{true}"
+
+    def _print_BooleanFalse(self, e):
+        return r"\text{false}"
+
+    def _print_Piecewise(self, expr):
+        rows = [rf"{self._print(e)} & \text{{if }} {self._print(c)}" for e, c in expr.args[:-1]]
+        last = expr.args[-1]
+        rows.append(rf"{self._print(last.expr)} & \text{{otherwise}}" if last.cond == sp.true
+                    else rf"{self._print(last.expr)} & \text{{if }} {self._print(last.cond)}")
+        return r"\begin{cases} " + r" \\ ".join(rows) + r" \end{cases}"
+
+
 def tex(expr: Any) -> str:
-    """sympy.latex with the project's LaTeX symbol names."""
-    expr = sp.sympify(expr)
+    """The LaTeX of `expr` as the documents show it: DISPLAY_RULES applied, the project's symbol
+    names, words for the logic, \\arccos for acos."""
+    expr = display_form(sp.sympify(expr))
     names = {}
     for sym in expr.atoms(sp.Symbol):
         ln = latex_name(sym.name)
@@ -54,45 +189,67 @@ def tex(expr: Any) -> str:
             names[sym] = ln
     # long_frac_ratio: a long numerator over a short denominator prints as (1/den) * (...), which
     # breqn can break across lines (it cannot break inside a \frac)
-    return sp.latex(expr, symbol_names=names, long_frac_ratio=2)
+    return _PaperPrinter({"symbol_names": names, "long_frac_ratio": 2, "inv_trig_style": "full"}).doprint(expr)
+
+
+def _is_zero(x) -> bool:
+    return isinstance(x, sp.Basic) and x.is_number and x == 0 if not isinstance(x, sp.Tuple) else (
+        len(x) > 0 and all(_is_zero(y) for y in x))
+
+
+def _display(expr: Any) -> str:
+    """A displayed formula: breqn's dmath* for an expression or an equation (it may break at
+    + and =), equation* for relations, conditions and cases (never broken mid-relation)."""
+    body = tex(expr)
+    if isinstance(expr, (sp.Piecewise, sp.logic.boolalg.Boolean)) and not isinstance(expr, sp.Eq):
+        return f"\\begin{{equation*}}\n{body}\n\\end{{equation*}}"
+    return f"\\begin{{dmath*}}\n{body}\n\\end{{dmath*}}"
 
 
 @dataclass(frozen=True)
 class Step:
     """One step of a derivation: what was done (LaTeX prose, maths in $...$, code in `...`),
-    and the sympy object it produced."""
+    and the sympy object it produced.  A step whose object is a verdict (true) or a residual
+    (zero, or a tuple of zeros) is a sentence, not a displayed formula."""
 
     text: str
     expr: Any = None
 
     def latex(self) -> str:
+        text = prose(self.text)
         if self.expr is None:
-            return prose(self.text)
-        return f"{prose(self.text)}\n\\begin{{dmath*}}\n{tex(self.expr)}\n\\end{{dmath*}}"
-
-
-def _escape_text(part: str) -> str:
-    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("#", r"\#"),
-                 ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("^", r"\^{}"), ("~", r"\~{}")):
-        part = part.replace(a, b)
-    return part
+            return text
+        e = sp.sympify(self.expr)
+        if e is sp.true:
+            return text + ": it holds."
+        if _is_zero(e):
+            return text + (": each is $0$." if isinstance(e, sp.Tuple) else ": it is $0$.")
+        return f"{text}\n{_display(e)}"
 
 
 def prose(text: str) -> str:
-    """LaTeX of a prose string: $...$ spans are kept as math, `...` spans become \texttt,
-    everything else is escaped."""
-    out, math = [], False
-    for part in text.split("$"):
-        if math:
-            out.append(f"${part}$")
-        else:
-            for j, piece in enumerate(part.split("`")):
-                out.append(f"\\texttt{{{_escape_text(piece)}}}" if j % 2 else _escape_text(piece))
-        math = not math
+    """LaTeX of a prose string of ours: `...` spans (names, possibly the user's) become \texttt
+    of their literal text, $...$ spans outside them are math only if safe (escape.check_math),
+    else literal text; everything else is escaped text."""
+    out = []
+    for j, piece in enumerate(str(text).split("`")):
+        if j % 2:
+            out.append(f"\\texttt{{{latex_text(piece)}}}")
+            continue
+        for i, part in enumerate(piece.split("$")):
+            out.append(_math_or_literal(part) if i % 2 else latex_text(part))
     return "".join(out)
 
 
-_escape = prose   # the former name
+def _math_or_literal(part: str) -> str:
+    """A $...$ span: math when it is safe math (nothing that can do I/O, define commands or leave
+    math mode), else its literal text (it came from a name, not from us)."""
+    try:
+        return f"${check_math(part)}$"
+    except UnsafeMathError:
+        return latex_text(f"${part}$")
+
+
 
 
 # ASCII on purpose: pdflatex compares label texts between runs, and UTF-8 there never settles
@@ -101,17 +258,19 @@ _PDF_STRING = {r"\bar\lambda": "lambda-bar", r"\mathrm{att}": "att", r"\lambda":
 
 
 def pdf_string(text: str) -> str:
-    """A plain ASCII version of a title for PDF bookmarks (maths spelt out, braces dropped)."""
-    out, math = [], False
-    for part in text.split("$"):
-        if math:
-            for k in sorted(_PDF_STRING, key=len, reverse=True):
-                part = part.replace(k, _PDF_STRING[k])
-            part = re.sub(r"\\[A-Za-z]+", "", part)
-            part = re.sub(r"[{}_^\\]", "", part)
-        out.append(part.replace("`", ""))
-        math = not math
-    return " ".join("".join(out).split())
+    """A plain ASCII version of a title for PDF bookmarks (maths spelt out, then escape.pdf_string)."""
+    out = []
+    for j, piece in enumerate(str(text).split("`")):
+        if j % 2:
+            out.append(piece)
+            continue
+        for i, part in enumerate(piece.split("$")):
+            if i % 2:
+                for k in sorted(_PDF_STRING, key=len, reverse=True):
+                    part = part.replace(k, _PDF_STRING[k])
+                part = re.sub(r"\\[A-Za-z]+", "", part)
+            out.append(part)
+    return _pdf_string("".join(out))
 
 
 _PLAIN_WORDS = {"langle": "<", "rangle": ">", "top": "T", "le": "<=", "ge": ">=", "to": "->", "mapsto": "->",
@@ -174,14 +333,44 @@ class Derivation:
     # an equivalent, shorter sympy form of the result for typesetting (e.g. in named
     # intermediate quantities); None: the result itself
     result_display: Any = None
+    # the left-hand side(s) the documents put before the result (LaTeX; a tuple for a tuple of
+    # equations): "K(\rho)", "\lambda_{\mathrm{edge}} < 0 \iff"; None: an equation's own lhs
+    lhs: Any = None
 
     def add(self, text: str, expr: Any = None) -> Any:
         self.steps.append(Step(text, expr))
         return expr
 
+    def result_formulas(self) -> list[Any]:
+        """The result as the documents state it: a list of sympy objects or LaTeX strings, one
+        displayed formula each, every one with its left-hand side."""
+        res = self.result if self.result_display is None else self.result_display
+        parts = list(res) if isinstance(res, sp.Tuple) else [res]
+        lhs = self.lhs if isinstance(self.lhs, tuple) else (self.lhs,) * len(parts)
+        out = []
+        for part, left in zip(parts, lhs):
+            if left is None:
+                out.append(part)
+                continue
+            rhs = part.rhs if isinstance(part, sp.Eq) else part
+            joiner = " " if left.rstrip().endswith(("\\iff", "=", "<", ">", "\\le", "\\ge")) else " = "
+            out.append(left + joiner + tex(rhs))
+        return out
+
     @property
     def result_latex(self) -> str:
-        return tex(self.result if self.result_display is None else self.result_display)
+        return r",\quad ".join(f if isinstance(f, str) else tex(f) for f in self.result_formulas())
+
+    def result_displays(self) -> list[str]:
+        """Displayed LaTeX of the result, one environment per formula."""
+        out = []
+        for f in self.result_formulas():
+            if isinstance(f, str):
+                env = "equation*" if "\\begin{cases}" in f or "\\text{and}" in f or "\\iff" in f else "dmath*"
+                out.append(f"\\begin{{{env}}}\n{f}\n\\end{{{env}}}")
+            else:
+                out.append(_display(f))
+        return out
 
     def latex(self, level: str = "section", *, key: str | None = None,
               checked_by: list[tuple[str, bool]] | None = None) -> str:
@@ -211,14 +400,16 @@ class Derivation:
         else:
             steps = f", steps~\\ref{{step:{k}:1}}--\\ref{{step:{k}:{n}}}"
         lines += [f"\\begin{{result}}\\label{{res:{k}}}",
-                  f"Under Assumption~\\ref{{asm:{k}}} (derived in Section~\\ref{{sec:{k}}}{steps}):",
-                  "\\begin{dmath*}", self.result_latex, "\\end{dmath*}"]
+                  f"Under Assumption~\\ref{{asm:{k}}} (derived in Section~\\ref{{sec:{k}}}{steps}):"]
+        lines += self.result_displays()
         checks = list(checked_by or [])
-        if checks:
-            refs = [f"Claim~\\ref{{claim:{label_key(c)}}} (\\texttt{{{_escape_text(c)}}})" if linked
-                    else f"the claim \\texttt{{{_escape_text(c)}}} of \\texttt{{sssn-verify verify}}"
-                    for c, linked in checks]
-            lines.append("Checked numerically by " + _join(refs) + ".")
+        if checks and all(linked for _, linked in checks):
+            lines.append("Checked numerically by " + _join(
+                [f"Claim~\\ref{{claim:{label_key(c)}}} (\\texttt{{{latex_text(c)}}})" for c, _ in checks]) + ".")
+        elif checks:
+            names = _join([f"\\texttt{{{latex_text(c)}}}" for c, _ in checks])
+            lines.append(f"Checked numerically by the claim{'s' if len(checks) > 1 else ''} {names} of the "
+                         "verification suite.")
         else:
             lines.append("No claim of the verification suite checks this result numerically; "
                          "its unit tests check it against independent computations.")

@@ -158,6 +158,7 @@ def dissipation() -> Derivation:
     relu = relu_edge_rate()
     dv.add("ReLU ($k_0$, $k_1$ from the kernel derivation)", sp.Eq(le, relu))
     dv.result = sp.Eq(le, lam)
+    dv.lhs = r"\bar\lambda(\beta) \ge \lambda_{\mathrm{edge}} ="      # a supremum is at least its edge limit
     dv.extras.update(edge_rate=sp.sstr(lam), edge_rate_relu=sp.sstr(relu),
                      stable_numerator=sp.sstr(stable_numerator()))
     return dv
@@ -206,6 +207,7 @@ def coercivity() -> Derivation:
     dv.add("and then $t$ above the threshold", thr)
     region = sp.And(d > 3, t_ratio > thr)
     dv.result = region
+    dv.lhs = r"\text{ReLU:}\quad \lambda_{\mathrm{edge}} < 0 \iff"
     dv.extras.update(antipodal_rate=sp.sstr(anti), edge_condition_moments=sp.sstr(edge_cond), relu_threshold=sp.sstr(thr),
                      relu_region=f"d > 3 and sigma_b/sigma_w > {sp.sstr(thr)}")
     return dv
@@ -487,7 +489,7 @@ def attention_bound() -> Derivation:
          "norms are operator 2-norms"],
         [], None)
     for key, text in LEMMAS.items():
-        dv.assumptions.append(f"Lemma ({key.replace('_', ' ')}): " + text)
+        dv.assumptions.append("Lemma: " + text[0].upper() + text[1:])
     drho, claim, residual = attention_rho_identity()
     dv.add("Attention velocity $x_i' = P_{x_i} A_i$ with $A_i = V m(x_i)$, $m(x) = \\sum_j p_j(x) x_j$ the softmax "
            "mean; the attention part of $d\\rho_{ij}/dt = \\langle x_i', x_j\\rangle + \\langle x_i, x_j'\\rangle$ "
@@ -501,7 +503,7 @@ def attention_bound() -> Derivation:
         if any(r != 0 for r in jac):
             raise DerivationError(f"softmax-mean Jacobian failed for n={n}: {jac}")
     dv.add("Softmax Jacobian: along $x + t h$ the scores are $s_j + t c_j$ with "
-           "$s_j = \\langle Q x, K x_j\\rangle$, $c_j = \\langle h, Q^{\\top} K x_j\\rangle$; sympy differentiates $m = \\sum_j e^{\\beta s_j} x_j / \\sum_k e^{\\beta s_k}$ and finds "
+           "$s_j = \\langle Q x, K x_j\\rangle$, $c_j = \\langle h, Q^{\\top} K x_j\\rangle$; differentiating $m = \\sum_j e^{\\beta s_j} x_j / \\sum_k e^{\\beta s_k}$ gives "
            "$D m[h] = \\beta \\operatorname{Cov}_p K^{\\top} Q\\, h$, "
            "$\\operatorname{Cov}_p = \\sum_j p_j (x_j - m)(x_j - m)^{\\top}$: the residual (coefficients of "
            "$x_1, \\dots, x_n$; $n = 2, 3, 4$ keys)", softmax_mean_jacobian_residual(3))
@@ -571,13 +573,14 @@ def attention_bound() -> Derivation:
            "$e^{\\beta\\rho_{ij}}$ (at $\\beta = 0$ all weights are 1), so $A_i = v\\, m_i$ with $v = \\sum_h v_h$",
            cond)
     dv.add("Then $dE_\\beta/dt = -\\frac{v}{N^2} \\sum_i Z_i |P_{x_i} A_i / v|^2$ with $Z_i = \\sum_j e^{\\beta\\rho_{ij}}$: "
-           "sympy computes $dE_\\beta/dt$ from the pair rates and the residual of this identity is 0 for $N = 2, 3, 4$ "
+           "$dE_\\beta/dt$ computed from the pair rates minus this expression, for $N = 2, 3, 4$ "
            "(one head; and $\\beta = 0$; any normalizations $Z_i$) and for $H = 2$, $N = 2, 3$", sp.S.Zero)
     dE, nonpos = energy_lowering_derivative(3)
     if nonpos is not True:
         raise DerivationError(f"zero case: sympy cannot show {dE} <= 0")
-    dv.add("With $n_i = |P_{x_i} A_i / v|^2 \\ge 0$, $Z_i > 0$, $v \\ge 0$ ($N = 3$ shown) sympy decides that "
-           "$dE_\\beta/dt \\le 0$: attention can only lower the energy, and $C_{\\mathrm{att}} = 0$", sp.Le(dE, 0))
+    dv.add("With $n_i = |P_{x_i} A_i / v|^2 \\ge 0$, $Z_i > 0$, $v \\ge 0$ ($N = 3$ shown), the "
+           "inequality $dE_\\beta/dt \\le 0$ is decided exactly (attention can only lower the energy, and "
+           "$C_{\\mathrm{att}} = 0$)", sp.Le(dE, 0))
     ns = near_sync_attention_rate()
     dv.add("Near synchronization (two tokens at $x = e_1$, $\\rho \\to 1$; any attention weights whose rows are "
            "equal at coincidence, so any $\\beta$, $Q$, $K$) attention adds the rate "
@@ -589,6 +592,7 @@ def attention_bound() -> Derivation:
            "$-2 \\sum_h \\langle V_h x, x\\rangle$, so with $H$ heads $V$ is replaced by $\\sum_h V_h$ in the bound above",
            ns2)
     dv.result = sp.Piecewise((0, cond), (C_heads, True), evaluate=False)
+    dv.lhs = r"C_{\mathrm{att}}"
     dv.extras.update(c_att=sp.sstr(C), c_att_heads=sp.sstr(C_heads), near_sync_attention_rate=sp.sstr(ns),
                      sharp_ratio=sp.sstr(sharp),
                      zero_when="every head has V_h = 0, or V_h = v_h I with v_h >= 0 and (Q_h^T K_h = I or "

@@ -128,6 +128,7 @@ def ito_drift_derivation() -> Derivation:
         der.add(text, expr)
     xvec = sp.MatrixSymbol("x", d, 1)
     der.result = sp.Eq(sp.MatrixSymbol("c", d, 1), coefficient * xvec, evaluate=False)
+    der.lhs = "c(x)"
     der.extras.update(coefficient=coefficient, general=general)
     return der
 

@@ -207,7 +207,7 @@ def _closed_form_H(act: Activation):
         h = sp.simplify(sp.expand(h).subs(_q, sp.sqrt(1 - r**2)))
         steps = [("Expand $\\phi(U)\\phi(V)$ with $U = \\sqrt{S} Z_1$, $V = \\sqrt{S}(r Z_1 + q Z_2)$, "
                   "$q = \\sqrt{1-r^2}$", prod),
-                 ("Gaussian moments $E Z^n$ (sympy integrals), $q^2 = 1 - r^2$", h)]
+                 ("Gaussian moments $E Z^n$ (exact Gaussian integrals), $q^2 = 1 - r^2$", h)]
         return h, steps, "gaussian moments"
     terms = _trig_terms(expr)
     if terms is not None:
@@ -220,7 +220,7 @@ def _closed_form_H(act: Activation):
         h = sp.simplify(sp.expand(total.subs(_q, sp.sqrt(1 - r**2))))
         h = sp.simplify(h.rewrite(sp.cosh)) if h.has(sp.exp) else h
         steps = [("Write $\\phi$ as a sum of $c_k e^{i w_k u}$", sp.expand(expr.rewrite(sp.exp))),
-                 ("Characteristic function $E e^{i w Z}$ (sympy integral)", cf),
+                 ("Characteristic function $E e^{i w Z}$ (an exact Gaussian integral)", cf),
                  ("$E e^{i(w_j U + w_k V)}$ factorizes over $Z_1, Z_2$; sum over pairs", h)]
         return h, steps, "characteristic function"
     a_erf = _erf_scale(expr)
@@ -318,11 +318,12 @@ def kernel_derivation(activation="relu") -> Derivation:
     """K(rho), k0 = K(1), k1 = K'(1) for `activation`: closed form when sympy derives one."""
     act = get_activation(activation)
     got = _derive_cached(act.name)
-    der = Derivation("kernel", f"Covariance kernel for the activation `{act.name}`", list(ASSUMPTIONS), [], None)
+    der = Derivation("kernel", f"Covariance kernel for the activation `{act.name}`", list(ASSUMPTIONS), [], None,
+                     lhs=r"K(\rho)")
     der.add(f"Activation $\\phi(u) = {sp.latex(act.expr)}$", act.expr)
     if got is None:
         der.add("No closed form is derived for this activation: $K$ is the defining Gaussian integral, "
-                "evaluated by deterministic quadrature (`sssn_verify.numeric.kernels`)")
+                "evaluated by deterministic quadrature with a stated error bound")
         k0 = sigma_a**2 * _one_d_integral(act.expr**2)
         k1 = sp.oo if act.has_jump else sigma_a**2 * sigma_w**2 * _one_d_integral(act.derivative_ae**2)
         der.add("$k_0 = \\sigma_a^2 E[\\phi(U)^2]$", k0)

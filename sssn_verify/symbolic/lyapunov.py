@@ -183,7 +183,9 @@ def lyapunov(activation: str = "relu") -> Derivation:
     dv.extras.update(lambda1=sp.sstr(lam), routes_agree=True, activation=act.name)
     if act.name == "relu":
         c0, c1, source = kernel_constants("relu")
-        dv.add(f"ReLU constants $k_0$, $k_1$ (from `{source}`)", sp.Tuple(c0, c1))
+        how = ("from the kernel derivation" if source == "symbolic.kernel"
+               else "from the Gaussian moments of Price's theorem")
+        dv.add(f"ReLU constants $k_0$, $k_1$ ({how})", sp.Tuple(c0, c1))
         relu = lambda1_relu()
         dv.add("ReLU: $\\lambda_1$ in terms of $d$, $\\sigma_w$, $\\sigma_b$, $\\sigma_a$; negative for every $d \\ge 2$", relu)
         dv.extras.update(lambda1_relu=sp.sstr(relu), relu_constants_source=source)

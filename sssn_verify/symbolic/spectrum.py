@@ -374,10 +374,11 @@ def synchronization_time() -> Derivation:
     F = sp.Symbol("F")
     dv.add("$F(t) = P(\\tau \\le t) = 1 - \\int_{-\\infty}^a p\\,dx$", sp.Eq(F, cdf))
     dv.add("the density of $\\tau$ (inverse Gaussian for $m > 0$, defective for $m < 0$)", dens)
-    lim = sp.simplify(sp.limit(cdf.subs(drift_m, sp.Symbol("mn", negative=True)), t, sp.oo))
+    lim = sp.simplify(sp.limit(cdf.subs(drift_m, sp.Symbol("m", negative=True)), t, sp.oo))
     dv.add("$\\lim_{t \\to \\infty} P(\\tau \\le t)$ for $m < 0$ (it equals $p_{\\mathrm{reach}}$)", lim)
     mu_s, scale = scipy_invgauss_parameters()
-    dv.add("Parameters of `scipy.stats.invgauss`: mean $= \\mu \\cdot \\mathrm{scale}$, shape $= \\mathrm{scale}$",
+    dv.add("The law of $\\tau$ as an inverse Gaussian with parameters $(\\mu, s)$, mean $\\mu s$ and shape $s$: "
+           "$\\mu$ and $s$",
            sp.Tuple(mu_s, scale))
     sub = law_substitution()
     law = {k: v.subs(sub) for k, v in mom.items()}

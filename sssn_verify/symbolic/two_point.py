@@ -259,6 +259,7 @@ def two_point() -> Derivation:
     dv.add("With $S = (A_i + A_j)/2$ and $D = A_i - A_j$: $d(1-\\rho)/dt = -(1-\\rho)\\langle S, x_i + x_j\\rangle "
            "+ \\tfrac12 (1+\\rho)\\langle D, x_i - x_j\\rangle$; the residual of this identity", diff)
     dv.result = sp.Tuple(sp.Eq(b_sym, b), sp.Eq(a_sym, a))
+    dv.lhs = (r"b(\rho)", r"a(\rho)")
     dv.extras.update(gamma=sp.sstr(gam), drift=sp.sstr(b), diffusion=sp.sstr(a),
                      attention_drift=sp.sstr(drho))
     return dv
