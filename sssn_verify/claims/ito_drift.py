@@ -30,6 +30,7 @@ import sympy as sp
 from ..bridge import function
 from ..engine import simulate_transformer
 from ..numeric.kernels import kernel as numeric_kernel
+from ..numeric.experiments import model_constants
 from ..numeric.one_step import one_step_moments
 from ..numeric.rng import generator, uniform_sphere
 from ..params import ModelParams, check_int, check_real
@@ -62,6 +63,9 @@ ONE_STEP_CONFIGS = (
     ("erf", 6, 1.0, 0.5, 1.0),
     ("relu", 3, 1.0, 0.0, 1.0),
 )
+# the models the statement applies to (budget["models"] picks among them): layers whose noise is the
+# Gaussian field of a kernel K (the SDE's Euler step compensates the drift by construction)
+MODELS_APPLY = {"field": True, "unit": "layer"}
 STEP_NOISE = 0.01          # d k0 delta: the noise of one layer (Richardson leaves O(delta^2))
 
 
@@ -139,20 +143,23 @@ def _general_sigma_check(formula: ItoFormula, d: int, n: int, delta: float, seed
 
 
 def one_step_gamma(act, d: int, sw: float, sb: float, sa: float, n_paths: int, seed: int, stream: int = 0,
-                   step_noise: float = STEP_NOISE):
-    """gamma from one exactly sampled layer of the Gaussian transformer (stat "gam" of OneStepMoments)."""
-    kf = numeric_kernel(act, sw, sb, sa)
+                   step_noise: float = STEP_NOISE, model: str = "gaussian"):
+    """gamma from one exactly sampled layer of `model` (a field model with layers, the Gaussian transformer
+    by default; stat "gam" of OneStepMoments)."""
     p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=1)
-    return one_step_moments(p, step_noise / (d * kf.k0), n_paths, seed, 2 + stream, n_vectors=1)
+    k0 = model_constants(model, p).k0
+    return one_step_moments(p, step_noise / (d * k0), n_paths, seed, 2 + stream, n_vectors=1, model=model)
 
 
 def one_step_check(formula: ItoFormula, budget: dict, seed: int, level: float):
     parts, labels, est, se, exp = [], [], [], [], []
-    for i, (act, d, sw, sb, sa) in enumerate(configs(budget, ONE_STEP_CONFIGS, "n_one_step")):
-        k0 = numeric_kernel(act, sw, sb, sa).k0
-        r = one_step_gamma(act, d, sw, sb, sa, int(budget["one_step_paths"]), seed + 7919 * i)
+    models = tuple(budget.get("models", ("gaussian",)))
+    runs = [(i, c, m) for i, c in enumerate(configs(budget, ONE_STEP_CONFIGS, "n_one_step")) for m in models]
+    for i, (act, d, sw, sb, sa), model in runs:
+        k0 = model_constants(model, ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa)).k0
+        r = one_step_gamma(act, d, sw, sb, sa, int(budget["one_step_paths"]), seed + 7919 * i, model=model)
         expected = formula.coefficient(d, k0)
-        label = f"gamma {act} d={d} sw={sw} sb={sb} sa={sa}"
+        label = f"gamma {act} d={d} sw={sw} sb={sb} sa={sa}" + ("" if models == ("gaussian",) else f" ({model})")
         parts.append(agreement_test(label, r.mean["gam"], r.stderr["gam"], expected, level=level, n=r.n, seed=seed,
                                     details={"k0": k0, "delta": r.h, "raw_delta": r.mean["gam_h"],
                                              "raw_2delta": r.mean["gam_2h"]}))

@@ -26,6 +26,7 @@ import sympy as sp
 from ..bridge import function
 from ..engine import lyapunov_tangent
 from ..numeric.kernels import kernel as numeric_kernel
+from ..numeric.experiments import model_constants
 from ..numeric.one_step import one_step_moments
 from ..params import ModelParams
 from ..stats import POWER, agreement_test
@@ -77,6 +78,9 @@ def estimate(model: str, act: str, d: int, sw: float, sb: float, sa: float, budg
 
 
 # ---------------------------------------------------------------- one exactly sampled layer
+# the models the statement applies to (budget["models"] picks among them): those whose noise is the
+# Gaussian field of a kernel K, layers or the SDE's Euler steps
+MODELS_APPLY = {"field": True}
 # (activation, d, sigma_w, sigma_b, sigma_a): the one-step check; quick mode runs the first
 # `n_one_step`.  Large d first: there the per-path spread relative to |lambda_1| is smallest.
 ONE_STEP_CONFIGS = (
@@ -97,31 +101,34 @@ def one_step_vectors(d: int, k0: float, k1: float) -> int:
 
 
 def one_step_rate(act, d: int, sw: float, sb: float, sa: float, n_paths: int, seed: int, stream: int = 0,
-                  step_noise: float = STEP_NOISE):
-    """Richardson one-step estimate of the Gaussian transformer's exponent: OneStepMoments (stat "lam")."""
-    kf = numeric_kernel(act, sw, sb, sa)
+                  step_noise: float = STEP_NOISE, model: str = "gaussian"):
+    """Richardson one-step estimate of `model`'s exponent (a field model, the Gaussian transformer by
+    default): OneStepMoments (stat "lam"), with the model's k0, k1 as ``.k0``, ``.k1`` of its constants."""
     p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=1)
-    h = step_noise / (d * (kf.k0 + kf.k1))
-    return one_step_moments(p, h, n_paths, seed, stream, n_vectors=one_step_vectors(d, kf.k0, kf.k1))
+    c = model_constants(model, p)
+    h = step_noise / (d * (c.k0 + c.k1))
+    return one_step_moments(p, h, n_paths, seed, stream, n_vectors=one_step_vectors(d, c.k0, c.k1), model=model)
 
 
 def one_step_check(formula, budget: dict, seed: int, level: float):
     parts, labels, est, se, exp = [], [], [], [], []
     # explored configurations come as the tangent check's (model, activation, d, sigmas)
     cfgs = [c[-5:] for c in configs(budget, ONE_STEP_CONFIGS, "n_one_step")]
+    models = tuple(budget.get("models", ("gaussian",)))
     for i, (act, d, sw, sb, sa) in enumerate(cfgs):
-        kf = numeric_kernel(act, sw, sb, sa)
-        lam = formula(d, kf.k0, kf.k1)
-        r = one_step_rate(act, d, sw, sb, sa, int(budget["one_step_paths"]), seed + 7919 * i)
-        label = f"{act} d={d} sw={sw} sb={sb} sa={sa}"
-        parts.append(agreement_test(label, r.mean["lam"], r.stderr["lam"], lam, level=level, n=r.n, seed=seed,
-                                    details={"k0": kf.k0, "k1": kf.k1, "h": r.h, "raw_h": r.mean["lam_h"],
-                                             "raw_2h": r.mean["lam_2h"]}))
-        labels.append(label)
-        est.append(r.mean["lam"])
-        se.append(r.stderr["lam"])
-        exp.append(lam)
-    return combine("lambda_1: one exactly sampled layer (Gaussian transformer, Richardson in h) vs "
+        for model in models:
+            c = model_constants(model, ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa))
+            lam = formula(d, c.k0, c.k1)
+            r = one_step_rate(act, d, sw, sb, sa, int(budget["one_step_paths"]), seed + 7919 * i, model=model)
+            label = f"{act} d={d} sw={sw} sb={sb} sa={sa}" + ("" if models == ("gaussian",) else f" ({model})")
+            parts.append(agreement_test(label, r.mean["lam"], r.stderr["lam"], lam, level=level, n=r.n, seed=seed,
+                                        details={"k0": c.k0, "k1": c.k1, "h": r.h, "raw_h": r.mean["lam_h"],
+                                                 "raw_2h": r.mean["lam_2h"]}))
+            labels.append(label)
+            est.append(r.mean["lam"])
+            se.append(r.stderr["lam"])
+            exp.append(lam)
+    return combine(f"lambda_1: one exactly sampled layer ({', '.join(models)}; Richardson in h) vs "
                    "((d-3) k1 - (d-1) k0)/2", parts, level,
                    method=f"one-step log-growth with control variate, Richardson on shared normals, z-tests "
                           f"(no bias allowance), Bonferroni over {len(parts)} configurations",

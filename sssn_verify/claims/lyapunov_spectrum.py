@@ -2,21 +2,15 @@
 
     lambda_i = ((d - 1 - 2i) k1 - (d-1) k0) / 2,  i = 1..d-1     (sympy: k-volume growth rates).
 
-Checker: the QR (Benettin) tangent flow of the SDE, k = d-1 tangent vectors, projected Euler,
-with the O(h) time-step bias removed by Richardson extrapolation *on shared noise*: every
-path runs the fine scheme (step h) and the coarse one (step 2h, driven by the sums of two fine
-increments) side by side, and ``2 rate(h) - rate(2h)`` is formed per path, so the paths stay
-i.i.d. and the extrapolation costs little variance.  Each exponent is z-tested against the
-formula at k0, k1 from ``numeric.kernels`` (allowance for the O(h^2) remainder), and the vector
-of all exponents gets a joint chi-square test with the covariance estimated across paths
-(the exponents' estimates are strongly correlated through the common radial noise);
-Bonferroni over everything.
-
-The SDE's tangent flow is driven by finite-dimensional noise: at x with orthonormal tangents
-V_j, W(x) ~ N(0, k0 h I) and DW(x)[V_j] = M V_j with M a d x d matrix of i.i.d. N(0, k1 h)
-entries (the derived covariances Cov(DW[U], DW[V]) = k1 <U, V> I, Cov(W, DW[V]) = 0).  The
-engine's tangent flow follows one vector; until it offers k vectors with a shared-noise
-refinement, the kernel lives here (small, @njit, per-path seeds of ``numeric.rng``).
+Checker: one exactly sampled layer of a field model (``numeric.experiments.tangent_layer`` with QR,
+k = d-1 tangent vectors; the Gaussian transformer and the SDE's Euler step by default, any model of
+``MODELS_APPLY`` through ``budget["models"]``).  The law is rotation invariant and fresh every layer,
+so the per-layer log R_ii of the Benettin QR are i.i.d. and their mean over h is the exponent at step
+h; the mean-zero linear term is subtracted and Richardson ``2 Y(h) - Y(2h)`` on shared normals
+leaves O(h^2).  Each exponent is z-tested against the formula at the model's k0, k1 (statistical
+only), the vector of all exponents by a chi-square test with the covariance across paths (the
+estimates are correlated through the common radial noise); Bonferroni over everything.  The
+engine's k-vector tangent flow over a horizon is a consistency check (``ENGINE_CONFIGS``).
 """
 from __future__ import annotations
 
@@ -26,38 +20,36 @@ from typing import Callable
 
 import numpy as np
 import sympy as sp
-from numba import njit, prange
 from scipy import stats as _st
 
-from ..errors import ParameterError, SimulationError
-from ..numeric import rng as _rng
-from ..numeric.fields import normal, rng_state
+from ..errors import ParameterError
+from ..numeric.experiments import model_constants, models_where, tangent_layer
 from ..numeric.kernels import kernel as numeric_kernel
+from ..params import ModelParams
 from ..stats import CheckResult, agreement_test
 from ..symbolic.spectrum import spectrum
 from ..strategies import claim_configs
 from ._util import combine, configs, estimates_figure
 from .base import Claim
 
-# (activation, d, sigma_w, sigma_b, sigma_a, horizon, coarse steps); quick mode runs the first
-# `n_configs`, full mode multiplies the steps by `step_factor`.  Steps are chosen so that the
-# O(h^2) remainder after extrapolation, ~ (lambda_{d-1} h)^2, stays below the tolerance.
+# (activation, d, sigma_w, sigma_b, sigma_a); quick mode runs the first `n_configs`
 CONFIGS = (
-    ("relu", 5, 1.0, 1.0, 1.0, 1.0, 100),
-    ("sin:3", 4, 1.0, 0.0, 1.0, 0.5, 200),    # lambda = (1.5, -3, -7.5): lambda_1 > 0
-    ("tanh", 6, 1.2, 0.3, 1.0, 1.0, 100),
-    ("relu", 8, 0.7, 1.3, 0.5, 1.0, 100),
-    ("gelu", 3, 1.5, 0.5, 1.0, 1.0, 100),
+    ("relu", 5, 1.0, 1.0, 1.0),
+    ("sin:3", 4, 1.0, 0.0, 1.0),    # lambda = (1.5, -3, -7.5): lambda_1 > 0
+    ("tanh", 6, 1.2, 0.3, 1.0),
+    ("relu", 8, 0.7, 1.3, 0.5),
+    ("gelu", 3, 1.5, 0.5, 1.0),
 )
-SPECTRUM_STREAM = 11
-# where it is explored (the SDE checks; noise per step as in the anchors: sigma_a <= 0.8)
+STEP_NOISE = 0.01          # d (k0 + k1) h: the noise of one layer (Richardson leaves O(h^2))
+# the models the statement applies to: those whose noise is the Gaussian field of a kernel K
+MODELS_APPLY = {"field": True}
 DOMAIN = claim_configs(activation=("relu", "tanh", "gelu"), d=(2, 6), sigma_w=(0.5, 1.25), sigma_b=(0.0, 1.0),
-                       sigma_a=(0.5, 0.8), horizon=(1.0, 1.0), steps=(100, 100))
+                       sigma_a=(0.5, 0.8))
 
 # the engine's k-vector tangent flow (QR after every layer) of the Gaussian and the finite-width
 # transformer: (model, activation, d, sigma_w, sigma_b, sigma_a, depth L); Richardson over L, 2L
 # on independent runs (the engine has no shared-noise refinement for tangent flows), so these
-# checks carry sqrt(5) times the statistical error of the SDE's.  Quick mode runs the first
+# checks carry sqrt(5) times the statistical error of independent runs.  Quick mode runs the first
 # `n_engine_configs`.
 ENGINE_CONFIGS = (
     ("gaussian", "relu", 4, 1.0, 0.5, 1.0, 100),
@@ -74,135 +66,25 @@ def derived_formula() -> Callable[[int, float, float], np.ndarray]:
     return lambda d, k0, k1: np.asarray(fn(np.arange(1, d), d, k0, k1), dtype=float) * np.ones(d - 1)
 
 
-@njit(cache=True)
-def _euler_qr(x, V, w, M, h, cc, logs, z, Z):
-    """One projected Euler step of (x, V) with noise (w, M), then QR of V; adds log R_jj to logs."""
-    d, k = V.shape
-    xw = 0.0
-    for c in range(d):
-        xw += x[c] * w[c]
-    for c in range(d):
-        z[c] = x[c] + h * cc * x[c] + w[c] - xw * x[c]
-    for j in range(k):
-        vw = 0.0
-        for c in range(d):
-            vw += V[c, j] * w[c]
-        xmv = 0.0
-        for c in range(d):
-            mv = 0.0
-            for e in range(d):
-                mv += M[c, e] * V[e, j]
-            Z[c, j] = V[c, j] * (1.0 + h * cc) - (V[c, j] * xw + x[c] * vw) + mv
-            xmv += x[c] * mv
-        for c in range(d):
-            Z[c, j] -= xmv * x[c]
-    nz = 0.0
-    for c in range(d):
-        nz += z[c] * z[c]
-    nz = math.sqrt(nz)
-    for c in range(d):
-        x[c] = z[c] / nz
-    for j in range(k):                       # v' = P_{x'} dz / |z|
-        p = 0.0
-        for c in range(d):
-            p += x[c] * Z[c, j]
-        for c in range(d):
-            Z[c, j] = (Z[c, j] - p * x[c]) / nz
-    for j in range(k):                       # modified Gram-Schmidt
-        for i in range(j):
-            p = 0.0
-            for c in range(d):
-                p += V[c, i] * Z[c, j]
-            for c in range(d):
-                Z[c, j] -= p * V[c, i]
-        r = 0.0
-        for c in range(d):
-            r += Z[c, j] * Z[c, j]
-        r = math.sqrt(r)
-        if not (r > 0.0) or not np.isfinite(r):
-            return False
-        logs[j] += math.log(r)
-        for c in range(d):
-            V[c, j] = Z[c, j] / r
-    return True
-
-
-@njit(cache=True, parallel=True)
-def spectrum_paths(seeds, d, n_coarse, h, k0, k1, fine, coarse, status):
-    """Fine (step h) and coarse (step 2h, summed noise) QR tangent flows of the SDE per path.
-
-    fine, coarse (P, d-1): accumulated log R_jj; status[p] = 1 when a frame degenerated.
-    """
-    P = seeds.shape[0]
-    k = d - 1
-    cc = -0.5 * (d - 1) * k0
-    s0 = math.sqrt(k0 * h)
-    s1 = math.sqrt(k1 * h)
-    for p in prange(P):
-        st = rng_state(seeds[p])
-        xf = np.zeros(d)
-        xc = np.zeros(d)
-        xf[0] = 1.0
-        xc[0] = 1.0
-        Vf = np.zeros((d, k))
-        for j in range(k):
-            Vf[j + 1, j] = 1.0
-        Vc = Vf.copy()
-        w = np.empty(d)
-        M = np.empty((d, d))
-        wc = np.empty(d)
-        Mc = np.empty((d, d))
-        z = np.empty(d)
-        Z = np.empty((d, k))
-        lf = np.zeros(k)
-        lc = np.zeros(k)
-        ok = True
-        for s in range(n_coarse):
-            wc[:] = 0.0
-            Mc[:, :] = 0.0
-            for half in range(2):
-                for c in range(d):
-                    w[c] = s0 * normal(st)
-                for c in range(d):
-                    for e in range(d):
-                        M[c, e] = s1 * normal(st)
-                for c in range(d):
-                    wc[c] += w[c]
-                    for e in range(d):
-                        Mc[c, e] += M[c, e]
-                ok = ok and _euler_qr(xf, Vf, w, M, h, cc, lf, z, Z)
-            ok = ok and _euler_qr(xc, Vc, wc, Mc, 2.0 * h, cc, lc, z, Z)
-            if not ok:
-                status[p] = 1
-                break
-        fine[p, :] = lf
-        coarse[p, :] = lc
-
-
-def richardson_spectrum(d: int, k0: float, k1: float, horizon: float, n_coarse: int, n_paths: int,
-                        seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-path rates (P, d-1): fine, coarse and Richardson ``2 fine - coarse``."""
-    if not (math.isfinite(k1) and k0 >= 0 and k1 >= 0):
-        raise ParameterError("k1", k1, "must be finite (phi without jumps)")
-    seeds = _rng.path_seeds(seed, n_paths, SPECTRUM_STREAM)
-    fine = np.zeros((n_paths, d - 1))
-    coarse = np.zeros((n_paths, d - 1))
-    status = np.zeros(n_paths, dtype=np.int64)
-    spectrum_paths(seeds, d, n_coarse, horizon / (2 * n_coarse), k0, k1, fine, coarse, status)
-    if status.any():
-        raise SimulationError(f"QR tangent flow degenerated on {int(status.sum())} path(s) (d={d})")
-    fine /= horizon
-    coarse /= horizon
-    return fine, coarse, 2.0 * fine - coarse
+def one_layer_spectrum(model: str, act, d: int, sw: float, sb: float, sa: float, n_paths: int, key,
+                       step_noise: float = STEP_NOISE):
+    """(k0, k1, Moments) of one layer of `model` with QR on d-1 tangent vectors, Richardson over 2h, h."""
+    p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=1)
+    c = model_constants(model, p)
+    if not (math.isfinite(c.k1) and c.k0 >= 0 and c.k1 >= 0):
+        raise ParameterError("k1", c.k1, "must be finite (phi without jumps)")
+    h = step_noise / (d * (c.k0 + c.k1))
+    return c.k0, c.k1, tangent_layer(model, p, 2.0 * h, n_paths, key, n_vectors=d - 1, qr=True)
 
 
 @lru_cache(maxsize=32)
-def _estimate(act, d, sw, sb, sa, T, n_coarse, P, seed):
+def _estimate(model, act, d, sw, sb, sa, P, seed, c):
     # cached: a pure function of its arguments, so a mutated formula is judged on the same runs
-    kf = numeric_kernel(act, sw, sb, sa)
-    fine, coarse, rich = richardson_spectrum(d, kf.k0, kf.k1, T, n_coarse, P, seed)
-    return kf.k0, kf.k1, rich.mean(axis=0), np.cov(rich.T).reshape(d - 1, d - 1) / P, fine.mean(axis=0), \
-        coarse.mean(axis=0)
+    from ..numeric.rng import as_key
+    k0, k1, r = one_layer_spectrum(model, act, d, sw, sb, sa, P, as_key(seed, "lyapunov_spectrum", model, c))
+    names = [f"lam_{i + 1}" for i in range(d - 1)]
+    pick = lambda lv: np.array([r.mean[f"{n}@{lv}"] for n in names])  # noqa: E731
+    return k0, k1, np.array([r.mean[n] for n in names]), r.cov[:d - 1, :d - 1] / r.n, pick(1), pick(0), r.hs[1]
 
 
 @lru_cache(maxsize=32)
@@ -233,28 +115,26 @@ def chi2_test(name, est, cov, expected, *, level, n, seed) -> CheckResult:
 def check(formula, budget: dict, seed: int, level: float):
     parts, labels, est, se, exp = [], [], [], [], []
     P = int(budget["paths"])
-    for c, (act, d, sw, sb, sa, T, steps) in enumerate(configs(budget, CONFIGS)):
-        n_coarse = int(steps * budget["step_factor"])
-        k0, k1, mean, cov, fine, coarse = _estimate(act, d, sw, sb, sa, T, n_coarse, P, seed + 7919 * c)
-        lam = np.asarray(formula(d, k0, k1), dtype=float).ravel()
-        if lam.size != d - 1:
-            raise ParameterError("formula", lam.size, f"must give d-1 = {d - 1} exponents")
-        label = f"{act} d={d} sb={sb}"
-        sds = np.sqrt(np.diag(cov))
-        for i in range(d - 1):
-            tol = budget["rel_tol"] * abs(lam[i]) + budget["abs_tol"] * (k0 + k1)
-            parts.append(agreement_test(f"{label}: lambda_{i + 1}", mean[i], sds[i], lam[i], level=level, n=P,
-                                        seed=seed, abs_tol=tol,
-                                        details={"fine": float(fine[i]), "coarse": float(coarse[i]),
-                                                 "step_fine": T / (2 * n_coarse)}))
-            labels.append(f"{label} l{i + 1}")
-            est.append(float(mean[i]))
-            se.append(float(sds[i]))
-            exp.append(float(lam[i]))
-        parts.append(chi2_test(f"{label}: all {d - 1} exponents jointly", mean, cov, lam, level=level, n=P,
-                               seed=seed))
+    for c, (act, d, sw, sb, sa) in enumerate(configs(budget, CONFIGS)):
+        for model in budget["models"]:
+            k0, k1, mean, cov, fine, coarse, h = _estimate(model, act, d, sw, sb, sa, P, seed, c)
+            lam = np.asarray(formula(d, k0, k1), dtype=float).ravel()
+            if lam.size != d - 1:
+                raise ParameterError("formula", lam.size, f"must give d-1 = {d - 1} exponents")
+            label = f"{model} {act} d={d} sb={sb}"
+            sds = np.sqrt(np.diag(cov))
+            for i in range(d - 1):
+                parts.append(agreement_test(f"{label}: lambda_{i + 1}", mean[i], sds[i], lam[i], level=level, n=P,
+                                            seed=seed, details={"h": float(h), "raw_h": float(fine[i]),
+                                                                "raw_2h": float(coarse[i]), "k0": k0, "k1": k1}))
+                labels.append(f"{label} l{i + 1}")
+                est.append(float(mean[i]))
+                se.append(float(sds[i]))
+                exp.append(float(lam[i]))
+            parts.append(chi2_test(f"{label}: all {d - 1} exponents jointly", mean, cov, lam, level=level, n=P,
+                                   seed=seed))
     Pe = int(budget["engine_paths"])
-    n_engine = 0 if "configs" in budget else int(budget["n_engine_configs"])     # explored: the SDE only
+    n_engine = 0 if "configs" in budget else int(budget["n_engine_configs"])     # explored: one layer only
     for c, (model, act, d, sw, sb, sa, L) in enumerate(ENGINE_CONFIGS[:n_engine]):
         k0, k1, mean, cov, fine, coarse = _engine_estimate(model, act, d, sw, sb, sa, L, Pe,
                                                            int(budget["width"]), seed + 104729 * (c + 1))
@@ -270,7 +150,7 @@ def check(formula, budget: dict, seed: int, level: float):
             est.append(float(mean[i]))
             se.append(float(sds[i]))
             exp.append(float(lam[i]))
-    return [combine("Lyapunov spectrum: QR tangent flow (Richardson on shared noise) vs "
+    return [combine("Lyapunov spectrum: one exactly sampled layer, QR (Richardson on shared normals) vs "
                     "((d-1-2i) k1 - (d-1) k0)/2", parts, level,
                     method=f"z-tests and chi-square tests, Bonferroni over {len(parts)}",
                     details={"figure": estimates_figure(labels, est, se, exp, r"$\lambda_i$")})]
@@ -284,12 +164,14 @@ CLAIM = Claim(
     derivation="lyapunov_spectrum",
     formula=derived_formula,
     checker=check,
-    statistic="per-path 2 rate(h) - rate(2h) of log R_ii from the QR tangent flow of the SDE on shared noise",
+    statistic="one exactly sampled layer: per-path (log R_ii - linear term)/h of the QR of d-1 tangent vectors, "
+              "Richardson over h, 2h on shared normals, i.i.d. across paths; engine: the QR tangent flow over a horizon",
     level=0.999,
-    tolerance="|E - lambda_i| <= 0.003 |lambda_i| + 0.002 (k0 + k1) (O(h^2) remainder); chi-square: none",
-    budgets={"quick": {"n_configs": 2, "paths": 16_000, "step_factor": 1, "rel_tol": 0.003, "abs_tol": 0.002,
+    tolerance="one layer: none (statistical only; O(h^2) left by Richardson); engine: "
+              "|E - lambda_i| <= 0.01 |lambda_i| + 0.002 (k0 + k1) (O(T/L) time-step bias)",
+    budgets={"quick": {"n_configs": 2, "paths": 200_000, "models": ("gaussian", "sde"), "abs_tol": 0.002,
                        "n_engine_configs": 1, "engine_paths": 8_000, "engine_rel_tol": 0.01, "width": 64},
-             "full": {"n_configs": len(CONFIGS), "paths": 50_000, "step_factor": 2, "rel_tol": 0.002,
+             "full": {"n_configs": len(CONFIGS), "paths": 1_000_000, "models": ("gaussian", "sde"),
                       "abs_tol": 0.001, "n_engine_configs": len(ENGINE_CONFIGS), "engine_paths": 40_000,
                       "engine_rel_tol": 0.01, "width": 128}},
     derived_text=lambda: f"lambda_i = {sp.sstr(spectrum())}",

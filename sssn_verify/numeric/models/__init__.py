@@ -66,6 +66,7 @@ REGISTRY = {
     "gaussian": "gaussian",
     "sde": "sde",
     "coupled": "coupled",
+    "fixed_kernel": "fixed_kernel",
 }
 
 
