@@ -36,11 +36,16 @@ def _load() -> None:
 
 
 def get_claim(name: str) -> Claim:
-    """The claim called `name`, or ClaimError listing the known ones."""
-    if name not in CLAIMS:
-        extra = f" (unavailable: {UNAVAILABLE[name]})" if name in UNAVAILABLE else ""
-        raise ClaimError(f"unknown claim {name!r}{extra}; known: {', '.join(CLAIMS)}")
-    return CLAIMS[name]
+    """The claim called `name` or one of its aliases (``lambda1`` for ``lyapunov``, declared by the claim's
+    candidate check), or ClaimError listing the known ones."""
+    if name in CLAIMS:
+        return CLAIMS[name]
+    for claim in CLAIMS.values():
+        if claim.candidate is not None and name in claim.candidate.aliases:
+            return claim
+    extra = f" (unavailable: {UNAVAILABLE[name]})" if name in UNAVAILABLE else ""
+    aliases = [f"{a} ({c.name})" for c in CLAIMS.values() if c.candidate is not None for a in c.candidate.aliases]
+    raise ClaimError(f"unknown claim {name!r}{extra}; known: {', '.join(CLAIMS)}; aliases: {', '.join(aliases)}")
 
 
 _load()

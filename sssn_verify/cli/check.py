@@ -4,7 +4,13 @@ from __future__ import annotations
 import argparse
 import re
 
-from .common import add_model_options, print_json
+from .common import add_model_options, epilog, print_json
+
+EXAMPLES = [
+    "sssn-verify check lambda1 --candidate '((d-3)*k1-(d-1)*k0)/2' --d 5 --sigma-b 0.5",
+    "sssn-verify check kernel --candidate 'sigma_a**2*(sigma_w**2*rho+sigma_b**2)' --activation identity --rho 0.3",
+    "sssn-verify check lambda_bar --candidate '(d-1)*k1-(d-3)*k0' --activation relu --explore 20 --json",
+]
 
 
 def register(sub) -> None:
@@ -20,19 +26,23 @@ def register(sub) -> None:
                     "Variables: kernel (rho, sigma_w, sigma_b, sigma_a), ito_drift (the gamma of "
                     "c(x) = gamma x, in d, k0), lyapunov alias lambda1 (d, k0, k1 or the sigmas), "
                     "dissipation alias lambda_bar (its edge value; also beta), relu_rates (ReLU lambda_1 "
-                    "in d and the sigmas). Exit 0 if consistent, 1 if rejected, 2 on bad input.")
+                    "in d and the sigmas). Exit 0 if consistent, 1 if rejected, 2 on bad input.",
+        epilog=epilog(EXAMPLES))
     # a candidate may start with a minus sign ("-(d-1)*k0/2"): only -h is a single-dash option here,
     # so every other single-dash word is read as a value, not as an unknown option
     p._negative_number_matcher = re.compile(r"^-(?!-|h$)")
     p.add_argument("claim", help="a claim with a closed-form result (see above), or an alias")
     p.add_argument("--candidate", required=True, metavar="EXPR", help="the formula, e.g. '((d-3)*k1-(d-1)*k0)/2'")
     add_model_options(p)
-    p.add_argument("--rho", type=float, default=None, help="overlap (kernel only)")
+    for action in p._actions:      # here a model option not given is searched, not defaulted
+        if action.dest in ("d", "beta", "sigma_w", "sigma_b", "sigma_a"):
+            action.help += " (default: searched over the claim's domain)"
+    p.add_argument("--rho", type=float, default=None, help="overlap (kernel only; default: searched)")
     p.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo evidence")
     p.add_argument("--level", type=float, default=0.999, help="confidence level of the test")
     p.add_argument("--explore", type=int, metavar="N", default=None,
-                   help="examples of the parameter search (default 60, 16 for activations whose kernel needs "
-                        "quadrature; reproducible from --seed)")
+                   help="size of the parameter search: examples drawn by hypothesis (default 60; 40 for "
+                        "activations whose kernel needs quadrature; reproducible from --seed)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     # None = not given: the checker then chooses the parameters
     p.set_defaults(func=run, d=None, sigma_w=None, sigma_b=None, sigma_a=None, beta=None)
@@ -43,7 +53,9 @@ def register(sub) -> None:
         from ..check import evidence_descriptions
         text = "\n".join(textwrap.fill(f"{name}: {what}", 100, initial_indent="  ", subsequent_indent="      ")
                          for name, what in evidence_descriptions().items())
-        return plain() + "\nevidence per claim (from its CandidateCheck):\n" + text + "\n"
+        head, _, examples = plain().partition("\nexamples:\n")        # the examples stay last
+        return (head + "\nevidence per claim (from its CandidateCheck):\n" + text + "\n\nexamples:\n"
+                + examples)
     p.format_help = format_help
 
 

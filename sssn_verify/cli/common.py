@@ -20,9 +20,8 @@ class HelpFormatter(argparse.HelpFormatter):
     def _get_help_string(self, action):
         text = action.help or ""
         default = action.default
-        if ("%(default)" in text or "(default" in text or default is None or default is False
-                or default is argparse.SUPPRESS or action.required or not action.option_strings
-                or isinstance(action, (argparse._HelpAction, argparse._VersionAction))):
+        if ("default" in text or default is None or default is False or action.nargs == 0
+                or default is argparse.SUPPRESS or action.required or not action.option_strings):
             return text
         shown = ",".join(map(str, default)) if isinstance(default, (list, tuple)) else default
         return f"{text} (default: {shown})"

@@ -20,7 +20,17 @@ import math
 
 from ..errors import ParameterError
 from ..params import check_int, check_real
-from .common import add_kernel_options, print_json
+from .common import add_format_options, add_kernel_options, epilog, print_json
+
+EXAMPLES = [
+    "sssn-verify derive",
+    "sssn-verify derive kernel --activation relu --sigma-b 0.5 --rho 0.3 --json",
+    "sssn-verify derive lyapunov --d 5 --format latex --standalone",
+]
+LATEX_EXAMPLES = [
+    "sssn-verify latex --out /tmp/derivations --no-pdf",
+    "sssn-verify latex --out derivations",
+]
 
 FORMATS = ("text", "latex", "json")
 
@@ -30,20 +40,22 @@ def register(sub) -> None:
                        description="Print a derivation (assumptions, steps, result). Without NAME: list "
                                    "them; NAME 'all' prints every one. For 'kernel' also the numeric k0, "
                                    "k1 (and K(rho) with --rho) at the given sigmas. In JSON an infinite "
-                                   "number is the string \"inf\".")
+                                   "number is the string \"inf\".",
+                       epilog=epilog(EXAMPLES))
     p.add_argument("name", nargs="?", metavar="NAME", help="derivation name (omit to list them, 'all')")
     add_kernel_options(p)
     p.add_argument("--rho", type=float, default=None, help="also evaluate K(rho), rho in [-1, 1] (kernel)")
-    p.add_argument("--d", type=int, default=3, help="dimension for the value of lambda_1 (lyapunov; default 3)")
-    p.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+    p.add_argument("--d", type=int, default=3, help="dimension for the value of lambda_1 (lyapunov)")
+    add_format_options(p, FORMATS, default="text")
     p.add_argument("--standalone", action="store_true",
                    help="with --format latex: a complete, compilable LaTeX document")
     p.set_defaults(func=run)
 
     q = sub.add_parser("latex", help="write derivations/sssn_derivations.tex (and the PDF if TeX is installed)",
                        description="Write DIR/sssn_derivations.tex with every registered derivation, and "
-                                   "compile it when pdflatex or lualatex is on PATH.")
-    q.add_argument("--out", default="derivations", metavar="DIR", help="output folder (default derivations)")
+                                   "compile it when pdflatex or lualatex is on PATH.",
+                       epilog=epilog(LATEX_EXAMPLES))
+    q.add_argument("--out", default="derivations", metavar="DIR", help="output folder")
     q.add_argument("--no-pdf", action="store_true", help="do not run a TeX engine")
     q.add_argument("--implementation-map", action="store_true",
                    help="end the document with a table of the modules that compute each derivation")
@@ -134,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
     if args.rho is not None:
         check_real("rho", args.rho, -1.0, maximum=1.0)
     check_int("d", args.d, 2)
+    if args.json:
+        args.format = "json"
     names = derivation_names()
     if args.name is None:
         listing = [{"name": n, "summary": (inspect.getdoc(DERIVATIONS[n]) or "").splitlines()[0]} for n in names]

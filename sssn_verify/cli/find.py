@@ -3,7 +3,13 @@ from __future__ import annotations
 
 import argparse
 
-from .common import print_json
+from .common import epilog, print_json
+
+EXAMPLES = [
+    "sssn-verify find 'lambda_bar < 0' --assume 'd > 3' --explore 30",
+    "sssn-verify find 'lambda1 < 0' --activation tanh --explore 20 --seed 1",
+    "sssn-verify find 'lambda1 < 0' --activations all --explore 10 --json",
+]
 
 
 def register(sub) -> None:
@@ -14,7 +20,8 @@ def register(sub) -> None:
                     "stated numerical error of each quantity), and shrink it to a minimal counterexample. "
                     "STATEMENT and --assume are comparisons over lambda1, lambda_bar, k0, k1, c_att, d, "
                     "sigma_w, sigma_b, sigma_a, beta joined by and/or/not, e.g. 'lambda_bar < 0'. "
-                    "Exit 0 when none is found, 1 when one is found, 2 on bad input.")
+                    "Exit 0 when none is found, 1 when one is found, 2 on bad input.",
+        epilog=epilog(EXAMPLES))
     p.add_argument("statement", metavar="STATEMENT", help="the statement to refute, e.g. 'lambda1 < 0'")
     p.add_argument("--assume", metavar="CONDITION", help="search only where CONDITION holds, e.g. 'd > 3'")
     acts = p.add_mutually_exclusive_group()
@@ -22,7 +29,9 @@ def register(sub) -> None:
                       help="registry name (relu, leaky_relu:0.1, sin:3, ...) or an expression in u")
     acts.add_argument("--activations", choices=["all"],
                       help="search over every registered activation (closed-form kernels first)")
-    p.add_argument("--max-examples", type=int, default=100, help="parameter sets drawn (default 100)")
+    p.add_argument("--explore", "--max-examples", dest="max_examples", type=int, default=100, metavar="N",
+                   help="size of the search: parameter sets drawn by hypothesis (--max-examples: the old "
+                        "spelling)")
     p.add_argument("--seed", type=int, default=0, help="seed of the search (same seed, same result)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)

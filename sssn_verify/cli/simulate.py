@@ -24,7 +24,13 @@ from ..escape import plot_text
 from ..numeric.models import REGISTRY
 from ..outputs import IMAGE_EXTENSIONS, output_path, write_atomic
 from ..params import load_attention
-from .common import add_model_options, params_from_args
+from .common import add_model_options, epilog, params_from_args
+
+EXAMPLES = [
+    "sssn-verify simulate gaussian --d 4 --n-tokens 8 --depth 64 --paths 4 --seed 1 --out /tmp/g.npz --plot /tmp/g.png",
+    "sssn-verify simulate transformer --d 4 --width 64 --depth 32 --paths 2 --out /tmp/t.npz",
+    "sssn-verify simulate coupled --widths 16,64,inf --d 3 --depth 16 --paths 4 --out /tmp/c.npz --plot /tmp/c.png",
+]
 
 
 def register(subparsers) -> None:
@@ -34,18 +40,19 @@ def register(subparsers) -> None:
         description="Simulate the finite-width transformer (--width m), the Gaussian transformer "
                     "(m = infinity) or the limiting SDE (projected Euler, --depth steps), or several "
                     "widths and m = infinity on one noise (coupled --widths 16,64,256,inf); save the "
-                    "final tokens and the energy E_0 after every layer to an .npz file.")
+                    "final tokens and the energy E_0 after every layer to an .npz file.",
+        epilog=epilog(EXAMPLES))
     p.add_argument("model", choices=list(REGISTRY), help="a registered model (numeric/models/)")
     p.add_argument("--n-tokens", type=int, default=8, help="number of tokens N")
     add_model_options(p)
-    p.add_argument("--width", type=int, default=None, help="MLP width m (transformer only)")
+    p.add_argument("--width", type=int, default=None, help="MLP width m (transformer only; required there)")
     p.add_argument("--widths", default=None, metavar="M1,M2,..",
                    help="coupled only: the widths on one noise, comma-separated, inf for m = infinity "
                         "(e.g. 16,64,256,inf)")
     p.add_argument("--depth", type=int, required=True, help="number of layers L (SDE: Euler steps)")
     p.add_argument("--horizon", type=float, default=1.0, help="horizon T (step T / L)")
     p.add_argument("--paths", type=int, default=1, help="independent Monte Carlo paths P")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo (each path its own stream)")
     p.add_argument("--mode", choices=("auto", "exact", "literal"), default="auto",
                    help="transformer MLP sampling: exact-in-law, literal weights, or the cheaper")
     p.add_argument("--init", default=None, metavar="FILE.npy",
@@ -55,8 +62,10 @@ def register(subparsers) -> None:
                      help="attention heads: arrays Q, K, V, each (D, D) or (H, D, D) (default: "
                           "one head, Q = K = V = I)")
     att.add_argument("--no-attention", action="store_true", help="switch attention off (V = 0)")
-    p.add_argument("--out", required=True, metavar="FILE.npz")
-    p.add_argument("--plot", default=None, metavar="FILE.png")
+    p.add_argument("--out", required=True, metavar="FILE.npz",
+                   help="the results: tokens (P, N, d), energy (P, L+1) and the parameters")
+    p.add_argument("--plot", default=None, metavar="FILE.png",
+                   help="also a figure (.png, .pdf or .svg): E_0 against depth (coupled: max deviation against m)")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     from ..executor import add_cli_options
     add_cli_options(p)

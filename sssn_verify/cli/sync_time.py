@@ -17,7 +17,13 @@ from ..errors import ParameterError
 from ..outputs import output_path, write_atomic
 from ..sync_time import censored_ks
 from ..params import check_int, check_real
-from .common import add_kernel_options, params_from_args, print_json
+from .common import add_kernel_options, epilog, params_from_args, print_json
+
+EXAMPLES = [
+    "sssn-verify sync-time --activation relu --d 4 --sigma-b 0.5 --eps0 1e-2 --eps 1e-6",
+    "sssn-verify sync-time --activation relu --d 4 --eps0 1e-2 --eps 1e-6 --tail-prob 0.05 --delta 0.01 --json",
+    "sssn-verify sync-time --activation tanh --d 6 --eps0 1e-2 --eps 1e-4 --simulate --paths 200 --plot cdf.png",
+]
 
 
 def register(subparsers) -> None:
@@ -26,13 +32,15 @@ def register(subparsers) -> None:
         description="In the small-distance limit log|x_1 - x_2| is a Brownian motion with drift lambda_1 "
                     "and variance rate sigma^2 (derived); the time to go from eps0 to eps is inverse "
                     "Gaussian when lambda_1 < 0 and reached with probability (eps0/eps)^(-2 lambda_1/sigma^2) "
-                    "when lambda_1 > 0.")
+                    "when lambda_1 > 0.",
+        epilog=epilog(EXAMPLES))
     add_kernel_options(p)
     p.add_argument("--d", type=int, default=3, help="ambient dimension (tokens on S^{d-1})")
     p.add_argument("--eps0", type=float, required=True, help="initial distance |x_1 - x_2| (small)")
     p.add_argument("--eps", type=float, required=True, help="target distance, 0 < eps < eps0")
-    p.add_argument("--alpha", type=float, default=0.1,
-                   help="time (and depth) for the collapse to have happened with probability 1 - alpha")
+    p.add_argument("--tail-prob", "--alpha", dest="alpha", type=float, default=0.1, metavar="P",
+                   help="report the time (and depth) by which the collapse has happened with probability 1 - P "
+                        "(--alpha: the old spelling, deprecated; --alpha elsewhere is a family-wise level)")
     p.add_argument("--delta", type=float, default=None, help="step T/L of the network: report the depth")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot", default=None, metavar="FILE.png", help="the predicted CDF (and the empirical one)")
@@ -42,7 +50,7 @@ def register(subparsers) -> None:
     p.add_argument("--step", type=float, default=0.005, help="layer step for --simulate")
     p.add_argument("--horizon", type=float, default=None,
                    help="longest simulated time (default: the 0.999-quantile, or 10/|lambda_1|)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the --simulate runs")
     p.set_defaults(func=run)
 
 

@@ -7,28 +7,35 @@ import sys
 from ..errors import ParameterError
 from ..executor import add_cli_options
 from ..params import check_int
-from .common import print_json
+from .common import epilog, print_json
+
+EXAMPLES = [
+    "sssn-verify verify --list",
+    "sssn-verify verify --quick --claim kernel --claim lambda1 --seed 1",
+    "sssn-verify verify --full --report report/ --json > suite.json",
+]
 
 
 def register(sub) -> None:
     p = sub.add_parser("verify", help="run the verification suite: every claim derived, checked, reported",
                        description="Derive every claim with sympy, confirm it numerically with a stated "
                                    "level, and control the family-wise false alarms (Holm). Exit 0 only "
-                                   "if every claim passes, 1 if one fails, 2 on bad input.")
+                                   "if every claim passes, 1 if one fails, 2 on bad input.",
+                       epilog=epilog(EXAMPLES))
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="mode", action="store_const", const="quick",
                       help="small budgets (the default; at most 5 minutes on 2 cores)")
     mode.add_argument("--full", dest="mode", action="store_const", const="full",
-                      help="large budgets (at most 60 minutes)")
+                      help="large budgets (at most 60 minutes; the ETA is estimated from the claims' budgets)")
     p.set_defaults(mode="quick")
     p.add_argument("--claim", action="append", metavar="NAME",
-                   help="run only this claim (repeatable); see --list")
+                   help="run only this claim (repeatable; aliases such as lambda1 accepted); see --list")
     seed = p.add_mutually_exclusive_group()
     seed.add_argument("--seed", type=int, default=0, help="seed of every Monte Carlo check")
     seed.add_argument("--seeds", metavar="A:B",
                       help="a campaign: the suite at seeds A..B-1 (or A,B,C), per-seed and pooled results")
     p.add_argument("--alpha", type=float, default=None,
-                   help="family-wise false-alarm probability (Holm), default 0.01")
+                   help="family-wise false-alarm probability (Holm) (default: 0.01)")
     p.add_argument("--report", metavar="DIR", help="write report.html, report.md, report.json (schema docs/report.schema.json) "
                         "and the figures (PNG and PDF) to DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
@@ -37,7 +44,8 @@ def register(sub) -> None:
     add_cli_options(p)
     p.add_argument("--explore", type=int, metavar="N", default=None,
                    help="per claim with a declared domain, N parameter sets drawn by hypothesis (screened, "
-                        "failures confirmed with a fresh seed, then shrunk); default 2 (--quick), 10 (--full)")
+                        "failures confirmed with a fresh seed, then shrunk) (default: 2 with --quick, 10 with "
+                        "--full)")
     p.set_defaults(func=run)
 
 
@@ -53,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
         for name, why in UNAVAILABLE.items():
             print(f"{name:22s} (unavailable: {why})")
         return 0
-    for name in args.claim or []:
-        get_claim(name)  # ClaimError -> exit 2 before any work
+    if args.claim:        # ClaimError -> exit 2 before any work; aliases (lambda1) become claim names
+        args.claim = list(dict.fromkeys(get_claim(name).name for name in args.claim))
     alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
     if args.report and args.seeds is None:
         from ..report import check_report_dir

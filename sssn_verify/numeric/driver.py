@@ -46,6 +46,7 @@ import importlib
 import inspect
 import math
 import re
+import sys
 from functools import lru_cache
 
 import numpy as np
@@ -301,6 +302,17 @@ def _source(fn, name=None) -> str:
     return "@njit(cache=True)\n" + body + "\n\n"
 
 
+_ANNOUNCED = []
+
+
+def _announce_compile() -> None:
+    """One line on stderr, once per process, before the first kernel that was never compiled here."""
+    if not _ANNOUNCED:
+        _ANNOUNCED.append(True)
+        print("sssn-verify: compiling numba kernels once, about a minute; cached afterwards "
+              "(`sssn-verify warmup` does it ahead of time)", file=sys.stderr, flush=True)
+
+
 @lru_cache(maxsize=None)
 def compiled(driver, model, activation=None, level=None):
     """The parallel kernel ``driver(n_paths, *args)`` of `driver` bound to `model`.
@@ -351,6 +363,8 @@ def compiled(driver, model, activation=None, level=None):
               "    for p in prange(n_paths):\n"
               f"        {fn.__name__}(p, {text})\n")
     key = hashlib.sha256((source + engine_sources_digest()).encode()).hexdigest()[:16]
-    gen = bridge.load_module(outputs.cache_folder("kernels") / f"k_{driver}_{key}.py", source,
-                             f"sssn_verify_kernel_{driver}_{key}")
+    path = outputs.cache_folder("kernels") / f"k_{driver}_{key}.py"
+    if not path.exists():
+        _announce_compile()
+    gen = bridge.load_module(path, source, f"sssn_verify_kernel_{driver}_{key}")
     return getattr(gen, driver)
