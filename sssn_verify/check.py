@@ -164,6 +164,14 @@ class CheckOutcome:
     def to_dict(self) -> dict[str, Any]:
         return _jsonable(asdict(self))
 
+    def to_frame(self):
+        """One row (pandas DataFrame): the scalar fields, the parameters as columns of their own
+        (``param_d``, ``param_sigma_b``, ...); counterexample, search and details stay in to_dict()."""
+        import pandas as pd
+        row = {k: v for k, v in asdict(self).items() if k not in ("parameters", "counterexample", "search", "details")}
+        row.update({f"param_{k}": v for k, v in self.parameters.items()})
+        return pd.DataFrame([row])
+
 
 # ----------------------------------------------------------------------------- parameters
 def values_at(point: dict[str, Any]) -> dict[str, float]:

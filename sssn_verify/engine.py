@@ -70,6 +70,53 @@ class SimulationResult:
     mode: str = ""
     info: dict = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        e = self.energy.mean(axis=0)
+        return (f"SimulationResult(model={self.model!r}, {_describe_short(self.params)}, depth={self.depth}, "
+                f"width={self.width}, n_paths={self.n_paths}, seed={self.seed}: tokens {self.tokens.shape}, "
+                f"mean E_0 {e[0]:.4g} -> {e[-1]:.4g})")
+
+    def plot(self, path=None):
+        """The figure of ``simulate --plot``: final tokens on S^2 (d = 3) or E_0 against depth; with
+        `path` also written there (png, pdf, svg, ... by its extension, atomically).  Returns the
+        matplotlib Figure (object API: no pyplot state is touched)."""
+        from .plots import save, simulation_figure
+        fig = simulation_figure(self)
+        if path is not None:
+            save(fig, path)
+        return fig
+
+    def to_xarray(self):
+        """An ``xarray.Dataset``: tokens and init (path, token, coordinate), energy (path, layer), energies
+        (path, layer, beta), trajectory (path, stored_layer, token, coordinate) when stored; coordinates
+        layer, time (per layer), beta; the parameters and settings as attributes.  Needs the extra
+        ``pip install 'sssn_verify[xarray]'``."""
+        try:
+            import xarray as xr
+        except ImportError:
+            from .errors import MissingExtraError
+            raise MissingExtraError("to_xarray needs xarray: pip install 'sssn_verify[xarray]'") from None
+        tok = ("path", "token", "coordinate")
+        data = {"tokens": (tok, self.tokens), "init": (tok, self.init), "energy": (("path", "layer"), self.energy)}
+        if len(self.betas):
+            data["energies"] = (("path", "layer", "beta"), self.energies)
+        if self.trajectory is not None:
+            data["trajectory"] = (("path", "stored_layer", "token", "coordinate"), self.trajectory)
+        coords = {"layer": np.arange(self.depth + 1), "time": ("layer", self.times), "beta": np.asarray(self.betas)}
+        return xr.Dataset(data, coords=coords, attrs=self._attrs())
+
+    def _attrs(self) -> dict:
+        p = self.params
+        return dict(model=self.model, depth=self.depth, width=-1 if self.width is None else int(self.width),
+                    n_paths=self.n_paths, seed=self.seed, mode=self.mode, activation=p.activation.name, d=p.d,
+                    n_tokens=p.n_tokens, horizon=p.horizon, attention_beta=p.beta, sigma_w=p.sigma_w,
+                    sigma_b=p.sigma_b, sigma_a=p.sigma_a, n_heads=p.n_heads, attention_on=int(p.attention_on))
+
+
+def _describe_short(p: ModelParams) -> str:
+    return (f"activation={p.activation.name!r}, d={p.d}, N={p.n_tokens}, T={p.horizon:g}, beta={p.beta:g}, "
+            f"sigma_w={p.sigma_w:g}, sigma_b={p.sigma_b:g}, sigma_a={p.sigma_a:g}")
+
 
 @dataclass(frozen=True)
 class CoupledResult:
@@ -95,6 +142,20 @@ class CoupledResult:
     max_dev_config: np.ndarray
     mode: str = "coupled"
     info: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return (f"CoupledResult({_describe_short(self.params)}, depth={self.depth}, widths={self.widths}, "
+                f"n_paths={self.n_paths}, seed={self.seed}: tokens {self.tokens.shape}, mean max_dev "
+                f"{np.round(self.max_dev.mean(axis=0), 6).tolist()})")
+
+    def plot(self, path=None):
+        """The figure of ``simulate coupled --plot``: E max_dev^2 against the width (log-log); with `path`
+        also written there.  Returns the matplotlib Figure."""
+        from .plots import coupled_figure, save
+        fig = coupled_figure(self)
+        if path is not None:
+            save(fig, path)
+        return fig
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ FIELDS = {
     "lyapunov_spectrum": "lambda_i = ((d-1-2i) k1 - (d-1) k0)/2, i = 1..d-1, descending",
     "log_distance_variance": "sigma^2 = k0 + k1, the variance rate of log|x_1 - x_2| at small distance",
     "rate_interval": "[rate_lower_bound, lambda_bar + C_att]: where the best uniform energy rate lies",
+    "verdict": "'dissipates', 'does not dissipate' or 'undetermined: the rate lies in [a, b]'",
     "reason": "the dissipation verdict in words, with its numbers",
 }
 

@@ -63,6 +63,11 @@ class SuiteResult:
                 f"(Holm over {k} statistical checks; Bonferroni per-check level {per:.2g}; "
                 f"deterministic checks judged on their stated tolerance)")
 
+    def to_frame(self):
+        """One row per check (pandas DataFrame): claim, check, passed, estimate, stderr, ci_low, ci_high,
+        expected, level, n, seed, pvalue, holm_adjusted_p, tolerance, method, min_detectable, power."""
+        return check_frame((r.name, c) for r in self.results for c in r.checks)
+
     def to_dict(self) -> dict[str, Any]:
         return _jsonable({
             "passed": self.passed, "mode": self.mode, "seed": self.seed,
@@ -74,6 +79,23 @@ class SuiteResult:
             "unavailable": self.unavailable,
             "executor": self.executor, "timings": self.timings,
         })
+
+
+CHECK_COLUMNS = ("claim", "check", "passed", "estimate", "stderr", "ci_low", "ci_high", "expected", "level", "n",
+                 "seed", "pvalue", "holm_adjusted_p", "tolerance", "method", "min_detectable", "power")
+
+
+def check_frame(rows):
+    """A DataFrame of (claim name, CheckResult) pairs, one row each, columns :data:`CHECK_COLUMNS`."""
+    import pandas as pd
+    out = []
+    for claim, c in rows:
+        lo, hi = c.ci if c.ci is not None else (None, None)
+        out.append(dict(claim=claim, check=c.name, passed=bool(c.passed), estimate=c.estimate, stderr=c.stderr,
+                        ci_low=lo, ci_high=hi, expected=c.expected, level=c.level, n=c.n, seed=c.seed,
+                        pvalue=c.pvalue, holm_adjusted_p=c.details.get("holm_adjusted_p"), tolerance=c.tolerance,
+                        method=c.method, min_detectable=c.min_detectable, power=c.power))
+    return pd.DataFrame(out, columns=list(CHECK_COLUMNS))
 
 
 def _apply_holm(results: list[ClaimResult], alpha: float) -> int:

@@ -185,3 +185,74 @@ def test_phase_diagram_exports_its_grid_and_draws_values(tmp_path):
         head = out.read_bytes()[:64]
         assert {"png": b"\x89PNG", "pdf": b"%PDF", "svg": b"<?xml"}[ext] in head
     assert _cli("phase-diagram", "--resolution", "3").returncode == 2          # neither --out nor a grid format
+
+
+# ----------------------------------------------------------------------------- tidy results
+def _fake_result(d=4, n_paths=3, n_tokens=5, depth=6):
+    """A SimulationResult with made-up arrays of the engine's shapes (no simulation needed here)."""
+    from sssn_verify.engine import SimulationResult
+    rng = np.random.default_rng(0)
+    p = sv.ModelParams(d=d, n_tokens=n_tokens, activation="tanh", sigma_b=0.3, Q=rng.normal(size=(d, d)))
+    tokens = rng.normal(size=(n_paths, n_tokens, d))
+    return SimulationResult(model="gaussian", params=p, depth=depth, width=None, n_paths=n_paths, seed=1,
+                            init=tokens.copy(), tokens=tokens, energy=rng.random((n_paths, depth + 1)),
+                            times=np.linspace(0, 1, depth + 1), betas=np.array([0.5, 2.0]),
+                            energies=rng.random((n_paths, depth + 1, 2)))
+
+
+def test_simulation_result_repr_xarray_and_plot(tmp_path):
+    res = _fake_result()
+    text = repr(res)
+    assert len(text) < 400 and "array" not in text and "gaussian" in text and "(3, 5, 4)" in text
+    ds = res.to_xarray()
+    assert dict(ds["tokens"].sizes) == {"path": 3, "token": 5, "coordinate": 4}
+    assert dict(ds["energy"].sizes) == {"path": 3, "layer": 7} and ds["energies"].dims == ("path", "layer", "beta")
+    np.testing.assert_array_equal(ds["time"].values, res.times)
+    np.testing.assert_array_equal(ds["energy"].values, res.energy)
+    assert ds.attrs["activation"] == "tanh" and ds.attrs["d"] == 4 and ds.attrs["sigma_b"] == 0.3
+    fig = res.plot(tmp_path / "e.svg")
+    assert fig.axes[0].get_xlabel().startswith("layer") and (tmp_path / "e.svg").read_bytes()[:5] == b"<?xml"
+    assert res.plot().axes                                   # no path: the Figure only
+
+
+def test_regime_to_frame_and_fields():
+    g = sv.regime(sv.ModelParams(activation="relu", d=8, sigma_b=1.0, beta=1.0))
+    frame = g.to_frame()
+    row = sv.scan(activation="relu", d=8, sigma_b=1.0, beta=1.0).iloc[0]
+    assert len(frame) == 1 and set(sv.Regime.FIELDS) <= set(frame.columns) | {"rate_interval", "reason"}
+    for col in ("k0", "k1", "lambda1", "lambda_bar", "lambda_bar_argmax", "c_att", "rate_lower_bound"):
+        assert frame[col].iloc[0] == row[col], col
+    d = g.to_dict()
+    assert d["verdict"] == g.verdict and d["rate_interval"] == [g.rate_lower_bound, g.lambda_bar + g.c_att]
+    assert set(d) <= set(sv.Regime.FIELDS) | {"verdict"}
+    json.dumps(d, allow_nan=False)
+
+
+@pytest.mark.parametrize("kwargs, verdict", [
+    (dict(activation="relu", d=8, sigma_b=1.0, beta=1.0), "dissipates"),                 # lambda_bar < 0
+    (dict(activation="relu", d=3, sigma_b=0.0, beta=1.0, V=-0.5), "does not dissipate"),  # repulsive attention
+    (dict(activation="tanh", d=6, sigma_w=1.2, sigma_b=0.3, beta=1.0), "undetermined"),  # the issue's case
+])
+def test_regime_verdict_in_words(kwargs, verdict):
+    g = sv.regime(sv.ModelParams(**kwargs))
+    assert g.verdict.startswith(verdict)
+    a, b = g.rate_interval
+    assert a <= b and f"{b:.6g}" in g.verdict if verdict == "undetermined" else True
+    assert ("because " + g.reason) in g.text() and g.to_dict()["reason"] == g.reason
+
+
+def test_verify_and_check_results_to_frame():
+    from sssn_verify.stats import CheckResult
+    from sssn_verify.verify import CHECK_COLUMNS, suite_of
+    from sssn_verify.claims.base import ClaimResult
+    checks = [CheckResult("a", True, 1.0, 0.1, (0.8, 1.2), 1.0, 0.99, 100, seed=0, pvalue=0.5),
+              CheckResult("b", True, 2.0, None, None, 2.0, 0.99, 1, tolerance=1e-8, method="quadrature")]
+    res = ClaimResult("kernel", "t", "s", "d", checks, "quick", 0, 0.99, 1.0)
+    frame = suite_of([res], "quick", 0).to_frame()
+    assert list(frame.columns) == list(CHECK_COLUMNS) and list(frame["check"]) == ["a", "b"]
+    assert frame["ci_low"].iloc[0] == 0.8 and pd.isna(frame["ci_low"].iloc[1]) and frame["claim"].iloc[1] == "kernel"
+    assert frame["holm_adjusted_p"].iloc[0] == pytest.approx(0.5)
+    from sssn_verify.check import CheckOutcome
+    out = CheckOutcome("lyapunov", "x", "consistent", 1.0, 0.1, 1.0, 1.0, dict(d=5, sigma_b=0.5), 0.999, 0.4,
+                       0.0, 10, 0, "m", "user").to_frame()
+    assert len(out) == 1 and out["param_d"].iloc[0] == 5 and out["verdict"].iloc[0] == "consistent"

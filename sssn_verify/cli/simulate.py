@@ -15,12 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 
 from ..errors import ParameterError
-from ..escape import plot_text
 from ..numeric.models import REGISTRY
 from ..outputs import IMAGE_EXTENSIONS, output_path, write_atomic
 from ..params import load_attention
@@ -122,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
                       max_dev_config=res.max_dev_config)
     write_atomic(out, lambda fh: np.savez(fh, **arrays), what="--out")
     if plot_path:
-        (plot_coupled if model.driver == "coupled" else plot)(res, plot_path)
+        from ..plots import save
+        save(res.plot(), plot_path)
     if model.driver == "coupled":
         errs = ", ".join(f"m={w}: {e:.3g}" for w, e in zip(res.widths, (res.max_dev ** 2).mean(axis=0)))
         print(f"coupled: P={args.paths} N={params.n_tokens} d={params.d} L={args.depth}: E max_l max_i "
@@ -133,66 +132,3 @@ def run(args: argparse.Namespace) -> int:
           f"mean E_0 {mean_e[0]:.4g} -> {mean_e[-1]:.4g}; saved "
           f"{out}" + (f" and {plot_path}" if plot_path else ""))
     return 0
-
-
-def plot_coupled(res, path: str) -> None:
-    """The mean squared max deviation from the last system against the width (log-log)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    s = res.max_dev ** 2
-    ws = np.array(res.widths[:-1], dtype=float)
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    ax.errorbar(ws, s.mean(axis=0), yerr=s.std(axis=0, ddof=1) / np.sqrt(max(res.n_paths - 1, 1)),
-                marker="o", capsize=3, label=f"mean over {res.n_paths} paths")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("width m")
-    ax.set_ylabel(f"E max_l max_i |x^(l,m) - x^(l,{res.widths[-1]})|^2")
-    ax.set_title(plot_text(f"width coupling: N={res.params.n_tokens}, d={res.params.d}, L={res.depth}, "
-                           f"{res.params.activation.name}"), fontsize=9)
-    ax.legend()
-    fig.tight_layout()
-    write_atomic(path, lambda fh: fig.savefig(fh, format=Path(path).suffix[1:].lower(), dpi=110),
-                 what="--plot")
-    plt.close(fig)
-
-
-def plot(res, path: str) -> None:
-    """Tokens on S^2 (d = 3) or E_0 against depth (otherwise), labelled axes."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    title = plot_text(f"{res.model}: N={res.params.n_tokens}, d={res.params.d}, L={res.depth}, "
-                      f"{res.params.activation.name}, beta={res.params.beta:g}")
-    if res.params.d == 3:
-        fig = plt.figure(figsize=(6, 6))
-        ax = fig.add_subplot(projection="3d")
-        u, v = np.mgrid[0:2 * np.pi:40j, 0:np.pi:20j]
-        ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.85",
-                          linewidth=0.4)
-        for p in range(min(res.n_paths, 8)):
-            pts = res.tokens[p]
-            ax.scatter(pts[:, 0], pts[:, 1], pts[:, 2], s=18, label=f"path {p}")
-        ax.set_box_aspect((1, 1, 1))
-        ax.set_xlabel("x_1")
-        ax.set_ylabel("x_2")
-        ax.set_zlabel("x_3")
-        ax.set_title("final tokens on S^2\n" + title, fontsize=9)
-        if res.n_paths > 1:
-            ax.legend(fontsize=7, loc="upper left")
-    else:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for p in range(min(res.n_paths, 20)):
-            ax.plot(np.arange(res.depth + 1), res.energy[p], color="C0", alpha=0.3, linewidth=0.8)
-        ax.plot(np.arange(res.depth + 1), res.energy.mean(axis=0), color="C3", linewidth=2,
-                label=f"mean over {res.n_paths} paths")
-        ax.set_xlabel("layer l (SDE: step)")
-        ax.set_ylabel("energy E_0 = (1/2) mean_ij (1 - <x_i, x_j>)")
-        ax.set_yscale("symlog", linthresh=1e-6)
-        ax.set_title(title, fontsize=9)
-        ax.legend()
-    fig.tight_layout()
-    write_atomic(path, lambda fh: fig.savefig(fh, format=Path(path).suffix[1:].lower(), dpi=110),
-                 what="--plot")
-    plt.close(fig)
