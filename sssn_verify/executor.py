@@ -60,6 +60,7 @@ class Task:
     key: str
     fn: Callable[..., Any]
     args: tuple = ()
+    weight: float = 1.0        # expected cost (e.g. seconds): the progress bar's ETA counts it, not tasks
 
 
 @dataclass(frozen=True)
@@ -124,9 +125,13 @@ class InProcess(Executor):
     def run(self, tasks: Sequence[Task], *, desc: str = "", progress: bool = False) -> list[Outcome]:
         tasks = list(tasks)
         bar = None
+        weighted = any(t.weight != 1.0 for t in tasks)
         if progress and tasks:
             from tqdm import tqdm
-            bar = tqdm(total=len(tasks), file=sys.stderr, unit="task", desc=desc or None)
+            bar = (tqdm(total=sum(t.weight for t in tasks), file=sys.stderr, desc=desc or None,
+                        bar_format="{l_bar}{bar}| {percentage:3.0f}% of the estimated work "
+                                   "[{elapsed}<{remaining}{postfix}]")
+                   if weighted else tqdm(total=len(tasks), file=sys.stderr, unit="task", desc=desc or None))
         out = []
         try:
             for t in tasks:
@@ -135,7 +140,7 @@ class InProcess(Executor):
                 value, seconds, where, started = _execute(t.fn, t.args)
                 out.append(Outcome(t.key, value, seconds, where, started))
                 if bar is not None:
-                    bar.update(1)
+                    bar.update(t.weight if weighted else 1)
         finally:
             if bar is not None:
                 bar.close()

@@ -162,14 +162,88 @@ def verify(mode: str = "quick", claims: Iterable[str] | None = None, seed: int =
     names = _selected(mode, claims)
     t0 = time.perf_counter()
     with using(executor) as ex:
-        tasks = []
         for n in names:
             if callable(progress):
                 progress(n)
-            tasks.append(Task(n, run_claim, (n, mode, seed)))
+        weights = expected_seconds(names, mode)
+        tasks = [Task(n, run_claim, (n, mode, seed), weight=weights[n]) for n in names]
         outcomes = ex.run(tasks, desc=f"verify --{mode}", progress=progress is True)
         info = ex.describe()
+    record_seconds(mode, {o.key: o.seconds for o in outcomes})
     return _suite(mode, claims, seed, alpha, outcomes, time.perf_counter() - t0, info)
+
+
+# ----------------------------------------------------------------------------- ETA from budgets
+def _timings_path(mode: str):
+    from .outputs import cache_folder
+    return cache_folder("timings") / f"verify-{mode}.json"
+
+
+def recorded_seconds(mode: str) -> dict[str, float]:
+    """Per claim, the seconds its last run at `mode` took here (recorded by every :func:`verify`)."""
+    import json
+    try:
+        data = json.loads(_timings_path(mode).read_text())
+        return {str(k): float(v) for k, v in data.items() if float(v) > 0}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
+def record_seconds(mode: str, seconds: dict[str, float]) -> None:
+    """Add this run's per-claim seconds to the record (a failure to write is not an error of the suite)."""
+    import json
+    from .outputs import write_atomic
+    try:
+        data = {**recorded_seconds(mode), **{k: round(float(v), 3) for k, v in seconds.items()}}
+        write_atomic(_timings_path(mode), json.dumps(data, indent=1, sort_keys=True), mode=0o600, what="cache")
+    except Exception:  # noqa: BLE001 - the timing record is a convenience
+        pass
+
+
+def _size(value) -> float | None:
+    """A budget entry as a size: an int (paths, depth, configs) or a tuple's length; floats are tolerances."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return float(value)
+    if isinstance(value, (tuple, list)):
+        return float(len(value))
+    return None
+
+
+def budget_ratio(claim, mode: str, other: str) -> float:
+    """How much more work `mode`'s budget asks than `other`'s: the product over the size entries both
+    declare (ints, tuple lengths; nested tables included) of their ratios, at least 1 when every size grows."""
+    def sizes(b, prefix=""):
+        out = {}
+        for k, v in b.items():
+            if isinstance(v, dict):
+                out.update(sizes(v, f"{prefix}{k}."))
+            elif _size(v):
+                out[prefix + k] = _size(v)
+        return out
+    a, b = sizes(claim.budgets.get(mode, {})), sizes(claim.budgets.get(other, {}))
+    return math.prod(a[k] / b[k] for k in a.keys() & b.keys())
+
+
+def expected_seconds(names: list[str], mode: str) -> dict[str, float]:
+    """The progress bar's weight of each claim: its recorded seconds at `mode`; else its recorded seconds at
+    the other mode scaled by the budgets' ratio (:func:`budget_ratio`); else the median of the others (1
+    when nothing is recorded, i.e. every claim counts the same)."""
+    same = recorded_seconds(mode)
+    out = {}
+    for n in names:
+        if n in same:
+            out[n] = same[n]
+            continue
+        for other in MODES:
+            rec = recorded_seconds(other) if other != mode else {}
+            if n in rec:
+                out[n] = rec[n] * budget_ratio(CLAIMS[n], mode, other)
+                break
+    known = sorted(out.values())
+    fill = known[len(known) // 2] if known else 1.0
+    return {n: max(out.get(n, fill), 1e-3) for n in names}
 
 
 def parse_seeds(text: str) -> list[int]:

@@ -256,3 +256,23 @@ def test_verify_and_check_results_to_frame():
     out = CheckOutcome("lyapunov", "x", "consistent", 1.0, 0.1, 1.0, 1.0, dict(d=5, sigma_b=0.5), 0.999, 0.4,
                        0.0, 10, 0, "m", "user").to_frame()
     assert len(out) == 1 and out["param_d"].iloc[0] == 5 and out["verdict"].iloc[0] == "consistent"
+
+
+# ----------------------------------------------------------------------------- long work shows itself
+def test_verify_eta_from_recorded_times_and_budgets(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SSSN_VERIFY_CACHE", str(tmp_path / "cache"))
+    from sssn_verify.claims import CLAIMS
+    from sssn_verify.executor import InProcess, Task
+    from sssn_verify.verify import budget_ratio, expected_seconds, record_seconds
+    assert expected_seconds(["kernel", "lyapunov"], "full") == {"kernel": 1.0, "lyapunov": 1.0}   # nothing known
+    record_seconds("quick", {"kernel": 2.0, "lyapunov": 8.0})
+    ratio = budget_ratio(CLAIMS["kernel"], "full", "quick")
+    assert ratio >= 25                                   # samples 40,000 -> 1,000,000 and more activations
+    est = expected_seconds(["kernel", "lyapunov", "two_point"], "full")
+    assert est["kernel"] == pytest.approx(2.0 * ratio)
+    assert est["two_point"] == sorted([est["kernel"], est["lyapunov"]])[1]      # unknown: the median
+    record_seconds("full", {"kernel": 30.0})
+    assert expected_seconds(["kernel"], "full") == {"kernel": 30.0}           # its own mode first
+    out = InProcess().run([Task("a", abs, (-1,), weight=3.0), Task("b", abs, (2,), weight=1.0)],
+                          desc="t", progress=True)
+    assert [o.value for o in out] == [1, 2] and "estimated work" in capsys.readouterr().err

@@ -71,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         check_int("explore", args.explore, 0)   # ParameterError -> exit 2 before any work
     if args.seeds is not None:
         return _campaign(args, parse_seeds(args.seeds), alpha)
+    if not args.no_progress:
+        _announce_eta(args.mode, args.claim)
     with from_cli(args) as ex:
         suite = verify(args.mode, args.claim, args.seed, progress=not args.no_progress,
                        alpha=alpha, executor=ex)
@@ -95,6 +97,19 @@ def run(args: argparse.Namespace) -> int:
                   f"{', summary.pdf' if paths.get('summary') else ''}; exploration.json)")
     sys.stdout.flush()
     return 0 if suite.passed and exploration.passed else 1
+
+
+def _announce_eta(mode: str, claims) -> None:
+    """One line on stderr: the expected duration, from this machine's recorded per-claim times (the other
+    mode's scaled by the budgets' ratio), when there are any."""
+    from ..claims import CLAIMS
+    from ..verify import MODES, expected_seconds, recorded_seconds
+    names = list(claims or CLAIMS)
+    known = {n for m in MODES for n in recorded_seconds(m)} & set(names)
+    if known:
+        total = sum(expected_seconds(names, mode).values())
+        print(f"verify --{mode}: about {total / 60:.0f} min expected (per-claim times recorded here, scaled by "
+              f"the budgets; {len(known)}/{len(names)} claims recorded)", file=sys.stderr)
 
 
 def _explore(args, alpha, executor):
