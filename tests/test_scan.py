@@ -276,3 +276,16 @@ def test_verify_eta_from_recorded_times_and_budgets(tmp_path, monkeypatch, capsy
     out = InProcess().run([Task("a", abs, (-1,), weight=3.0), Task("b", abs, (2,), weight=1.0)],
                           desc="t", progress=True)
     assert [o.value for o in out] == [1, 2] and "estimated work" in capsys.readouterr().err
+
+
+def test_coupled_result_plot_and_repr(tmp_path):
+    from sssn_verify.engine import CoupledResult
+    rng = np.random.default_rng(1)
+    p = sv.ModelParams(d=3, n_tokens=4)
+    res = CoupledResult(model="coupled", params=p, depth=4, widths=(16, 64, math.inf), n_paths=5, seed=0,
+                        init=rng.normal(size=(5, 4, 3)), tokens=rng.normal(size=(5, 3, 4, 3)),
+                        energy=rng.random((5, 3, 5)), times=np.linspace(0, 1, 5),
+                        max_dev=rng.random((5, 2)) + 0.1, max_dev_config=rng.random((5, 2)))
+    assert len(repr(res)) < 400 and "widths=(16, 64, inf)" in repr(res)
+    fig = res.plot(tmp_path / "c.png")
+    assert fig.axes[0].get_xlabel() == "width m" and (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
