@@ -30,8 +30,8 @@ Per-claim figures are drawn from the ``details["figure"]`` entry a check may car
 from __future__ import annotations
 
 import base64
+import functools
 import datetime as _dt
-import html as _html
 import inspect
 import io
 import json
@@ -46,6 +46,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Sequence
 
+from .escape import html as _escape_html
 from .outputs import check_folder, write_atomic
 from .errors import OutputError
 from .stats import CheckResult, _jsonable
@@ -314,9 +315,9 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
                   f"**Statistic.** {c.get('statistic') or '-'}", "",
                   f"**Tolerance policy.** {c.get('tolerance') or '-'}", "",
                   f"**Power.** {(c.get('power') or {}).get('designed') or '-'}", "",
-                  f"Confidence level of each check {r.level}; budget `{json.dumps(r.budget, default=str)}`.", ""]
+                  f"Confidence level of each check {r.level}; budget:", ""] + kv_table_md(r.budget or {}) + [""]
         if c.get("configuration"):
-            lines += [f"Checker configuration: `{json.dumps(c['configuration'])}`.", ""]
+            lines += ["Checker configuration:", ""] + kv_table_md(c["configuration"]) + [""]
         lines += ["| check | estimate [CI] | expected | tol | p-value | Holm p | n | seed | method | verdict | detects |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for chk in r.checks:
@@ -330,7 +331,7 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
             lines += ["", caption, "", text]
         for f in figs.get(r.name, []):
             lines += ["", f"![{r.name}: {f['title']}]({f['png']}) ([PDF]({f['pdf']}))"]
-    if exploration is not None:
+    if exploration_worth_showing(exploration):
         lines.append(exploration_markdown(exploration))
     return "\n".join(lines) + "\n"
 
@@ -343,7 +344,9 @@ th,td{border:1px solid #ccc;padding:0.25rem 0.5rem;text-align:left;vertical-alig
 th{background:#f3f3f3}code{font-size:0.9em;background:#f6f6f6;padding:0 0.2em;word-break:break-word}
 .pass{color:#0a6b2d;font-weight:600}.fail{color:#b00020;font-weight:600}
 figure{margin:1rem 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{font-size:0.85rem;color:#555}
-dl{display:grid;grid-template-columns:max-content auto;gap:0.2rem 1rem}dt{font-weight:600}dd{margin:0}"""
+dl{display:grid;grid-template-columns:max-content auto;gap:0.2rem 1rem}dt{font-weight:600}dd{margin:0}
+math{font-size:1.05em}.result{margin:0.6rem 0;overflow-x:auto;overflow-y:hidden}table.kv caption{text-align:left;font-weight:600;
+padding:0.2rem 0}td math{display:inline}"""
 
 
 def _tables(r):
@@ -361,7 +364,82 @@ def _tables(r):
 
 
 def _e(x) -> str:
-    return _html.escape(str(x), quote=True)
+    return _escape_html(x)
+
+
+# ---------------------------------------------------------------- mathematics and tables in HTML
+# an exploration is worth a section and a picture from this many examples of one claim on
+MIN_EXPLORATION_POINTS = 8
+_LONG_RESULT = 70          # characters of sympy text above which the claims table shows only the lhs
+
+
+@functools.lru_cache(maxsize=None)
+def _claim_derivation(name: str):
+    """The derivation a claim checks (the ReLU kernel for ``kernel``), or None."""
+    try:
+        from .claims import CLAIMS
+        from .symbolic import derive
+        claim = CLAIMS[name]
+        if claim.derivation is None or getattr(claim, "derived_kind", "sympy") != "sympy":
+            return None
+        return derive(claim.derivation)
+    except Exception:  # noqa: BLE001 - a report must not fail on a derivation
+        return None
+
+
+def result_html(r, *, short: bool = False) -> str:
+    """The derived result of claim result `r` as MathML (every formula with its left-hand side);
+    `short`: for the claims table, only the left-hand sides when the result is long.  A stated
+    bound (not derived) is its hand-written text, marked as such."""
+    der = _claim_derivation(r.name)
+    if der is None:
+        text = r.derived or "no derived result"
+        return f"<em>stated:</em> {_e(text)}" if _kind(r) != "sympy" else _e(text)
+    from .symbolic.derivation import mathml, result_mathml
+    import sympy as sp
+    if short and len(sp.sstr(der.result)) > _LONG_RESULT:
+        lhs = der.lhs if isinstance(der.lhs, tuple) else (der.lhs,)
+        if all(x is not None for x in lhs):
+            return ", ".join(mathml(None, lhs=x) for x in lhs) + f' (<a href="#{_e(r.name)}">below</a>)'
+        return f'<a href="#{_e(r.name)}">see below</a>'
+    return "".join(result_mathml(der, display=not short))
+
+
+def _value_text(v) -> str:
+    """A budget or configuration value in words: numbers formatted, lists comma-separated,
+    tuples of a list in parentheses, mappings as 'key value'; no JSON."""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int, float)):
+        return _fmt(v, 6)
+    if isinstance(v, dict):
+        return "; ".join(f"{_words(k)} {_value_text(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        if v and all(isinstance(x, (list, tuple)) for x in v):
+            return "; ".join("(" + ", ".join(_value_text(y) for y in x) + ")" for x in v)
+        return ", ".join(_value_text(x) for x in v)
+    return str(v)
+
+
+def _words(key) -> str:
+    return str(key).replace("_", " ").lower()
+
+
+def kv_table_html(data: dict, caption: str) -> str:
+    """A mapping (a claim's budget or its checker configuration) as a two-column table."""
+    rows = "".join(f"<tr><td>{_e(_words(k))}</td><td>{_e(_value_text(v))}</td></tr>" for k, v in data.items())
+    return (f'<table class="kv"><caption>{_e(caption)}</caption><tr><th>entry</th><th>value</th></tr>'
+            f"{rows}</table>")
+
+
+def kv_table_md(data: dict) -> list[str]:
+    return ["| entry | value |", "| --- | --- |"] + [f"| {_cell(_words(k))} | {_cell(_value_text(v))} |"
+                                                    for k, v in data.items()]
+
+
+def exploration_worth_showing(res) -> bool:
+    """An exploration gets its section when some claim was explored at MIN_EXPLORATION_POINTS or more."""
+    return res is not None and any(len(e.examples) >= MIN_EXPLORATION_POINTS for e in res.explorations)
 
 
 def _verdict_html(ok: bool) -> str:
@@ -404,13 +482,13 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
         s = data["summary_figure"]
         h += ["<h2>Summary</h2><figure>", _img(images.get(s["png"]), "summary of every check"),
               f"<figcaption>{_e(s['title'])} (also as {_e(s['pdf'])})</figcaption></figure>"]
-    h += ["<h2>Claims</h2><table><tr><th>claim</th><th>result</th><th>estimate [CI]</th>"
+    h += ['<h2 id="claims">Claims</h2><table><tr><th>claim</th><th>result</th><th>estimate [CI]</th>'
           "<th>expected</th><th>verdict</th><th>detects</th><th>time</th></tr>"]
     for r in suite.results:
         hd = r.headline
         lab = "" if _kind(r) == "sympy" else "(stated) "
-        h.append(f'<tr><td><a href="#{_e(r.name)}">{_e(r.name)}</a></td><td>{_e(lab)}<code>'
-                 f"{_e(_short(r.derived, 80))}</code></td><td>{_e(estimate_text(hd))}</td>"
+        h.append(f'<tr><td><a href="#{_e(r.name)}">{_e(r.name)}</a></td><td>{result_html(r, short=True)}</td>'
+                 f"<td>{_e(estimate_text(hd))}</td>"
                  f"<td>{_e(_fmt(hd.expected))}</td><td>{_verdict_html(r.passed)}</td>"
                  f"<td>{_e(power_cell(claim_power(r)))}</td><td>{r.seconds:.1f} s</td></tr>")
     h.append("</table>")
@@ -421,15 +499,16 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
         c = by_name.get(r.name, {})
         h += [f'<h2 id="{_e(r.name)}">{_e(r.name)}: {_e(r.title)}</h2>',
               f"<p><strong>Statement.</strong> {_e(r.statement)}</p>",
-              (f"<p><strong>{_e(DERIVED_LABEL[_kind(r)])}.</strong> <code>{_e(r.derived)}</code></p>"
-               if r.derived else "<p><strong>Derived.</strong> (no sympy result)</p>"),
+              (f"<div class=\"result\"><strong>{'Derived result' if _kind(r) == 'sympy' else 'Stated bound'}."
+               f"</strong> {result_html(r)}</div>"),
               f"<p><strong>Statistic.</strong> {_e(c.get('statistic') or '-')}</p>",
               f"<p><strong>Tolerance policy.</strong> {_e(c.get('tolerance') or '-')}</p>",
               f"<p><strong>Power.</strong> {_e((c.get('power') or {}).get('designed') or '-')}</p>",
-              f"<p>Confidence level of each check {_e(r.level)}; budget "
-              f"<code>{_e(json.dumps(r.budget, default=str))}</code>.</p>"]
+              f"<p>Confidence level of each check {_e(r.level)}.</p>"]
+        if r.budget:
+            h.append(kv_table_html(r.budget, f"Budget ({suite.mode} mode): samples, paths and sizes of the checks"))
         if c.get("configuration"):
-            h.append(f"<p>Checker configuration: <code>{_e(json.dumps(c['configuration']))}</code>.</p>")
+            h.append(kv_table_html(c["configuration"], "Checker configuration: the fixed parameter grids of the checks"))
         h.append("<table><tr><th>check</th><th>estimate [CI]</th><th>expected</th><th>tol</th><th>p-value</th>"
                  "<th>Holm p</th><th>n</th><th>seed</th><th>method</th><th>verdict</th><th>detects</th></tr>")
         for chk in r.checks:
@@ -446,8 +525,11 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
         for f in figs.get(r.name, []):
             h += ["<figure>", _img(images.get(f["png"]), f"{r.name}: {f['title']}"),
                   f"<figcaption>{_e(f['title'])} (also as {_e(f['pdf'])})</figcaption></figure>"]
-    if exploration is not None:
+    if exploration_worth_showing(exploration):
         h.append(exploration_html(exploration))
+    elif exploration is not None:
+        h.append(f"<p>Exploration: at most {max((len(e.examples) for e in exploration.explorations), default=0)} "
+                 f"examples per claim, fewer than {MIN_EXPLORATION_POINTS}: no section (data in report.json).</p>")
     h.append("</body></html>")
     return "\n".join(h) + "\n"
 
@@ -473,7 +555,7 @@ def _save(fig, out: Path, stem: str, images: dict[str, bytes]) -> dict[str, str]
     names = {"png": f"{stem}.png", "pdf": f"{stem}.pdf"}
     for fmt, name in names.items():
         buf = io.BytesIO()
-        fig.savefig(buf, format=fmt, dpi=130 if fmt == "png" else None,
+        fig.savefig(buf, format=fmt, dpi=130 if fmt == "png" else None, bbox_inches="tight",
                     metadata={"CreationDate": None} if fmt == "pdf" else None)
         raw = buf.getvalue()
         write_atomic(out / name, raw)
@@ -486,7 +568,10 @@ def _check_figure(plt, np, name: str, title: str, c: CheckResult, spec: dict):
     kind = spec.get("kind")
     if kind not in ("loglog", "decay", "estimates"):
         return None
-    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    if kind == "estimates":
+        fig, (ax, res_ax) = plt.subplots(1, 2, figsize=(10.0, 4.6))
+    else:
+        fig, ax = plt.subplots(figsize=(6.4, 4.6))
     if kind == "loglog":
         x, y = np.asarray(spec["x"], float), np.asarray(spec["y"], float)
         err = np.asarray(spec.get("stderr", np.zeros_like(y)), float)
@@ -521,6 +606,19 @@ def _check_figure(plt, np, name: str, title: str, c: CheckResult, spec: dict):
         ax.set_xticks(pos, [tick_label(s) for s in labels], rotation=30, ha="right", fontsize=7)
         ax.set_xlabel("configuration")
         ax.set_ylabel(spec.get("ylabel", "value"))
+        # the test itself: residuals in standard errors against the acceptance band of the check's level
+        from statistics import NormalDist
+        se = np.asarray(spec["stderr"], float)
+        z = (np.asarray(spec["estimate"], float) - np.asarray(spec["expected"], float)) / np.where(se > 0, se, np.nan)
+        level = float(c.level) if c.level is not None else 0.999
+        band = NormalDist().inv_cdf(0.5 + level / 2)
+        res_ax.axhspan(-band, band, color="#cfe3f6", lw=0, label=f"acceptance band ($\\pm{band:.2f}$, level {level:g})")
+        res_ax.axhline(0.0, color="k", lw=0.8)
+        res_ax.plot(pos, z, "o", color="#0a6b2d" if c.passed else "#b00020", label="residual / s.e.")
+        res_ax.set_xticks(pos, [tick_label(s) for s in labels], rotation=30, ha="right", fontsize=7)
+        res_ax.set_ylabel(r"$(\hat\theta - \theta_{\mathrm{derived}})\,/\,\mathrm{s.e.}$")
+        res_ax.set_xlabel("configuration")
+        res_ax.legend(fontsize=7)
     title = "\n".join(textwrap.wrap(_text(f"{name}: {title}"), 90) + textwrap.wrap(_text(f"check: {c.name}"), 90))
     ax.set_title(title, fontsize=8)
     ax.legend(fontsize=7)
@@ -539,7 +637,7 @@ def standardized_rows(suite) -> list[dict[str, Any]]:
     for r in suite.results:
         for c in r.checks:
             row = {"claim": r.name, "check": c.name, "passed": bool(c.passed), "z": None, "lo": None, "hi": None,
-                   "band": None, "scale": None}
+                   "band": None, "scale": None, "alternative": getattr(c, "alternative", "two-sided")}
             try:
                 est, exp = float(c.estimate), float(c.expected)
             except (TypeError, ValueError):
@@ -583,20 +681,28 @@ def _summary_figure(plt, np, suite):
             b = min(row["band"], lim)
             ax.fill_between([-b, b], y - 0.35, y + 0.35, color="#cfe3f6", lw=0)
         if row["lo"] is not None:
-            ax.plot([max(row["lo"], -lim), min(row["hi"], lim)], [y, y], color=color, lw=1.2)
+            lo, hi = max(row["lo"], -lim), min(row["hi"], lim)
+            ax.plot([lo, hi], [y, y], color=color, lw=1.2)
+            if row["alternative"] != "two-sided":       # a one-sided interval: its bound, and an arrow
+                bound, end = (lo, hi) if row["hi"] > lim else (hi, lo)
+                ax.plot([bound, bound], [y - 0.3, y + 0.3], color=color, lw=1.6)
+                ax.annotate("", xy=(end, y), xytext=(bound, y),
+                            arrowprops={"arrowstyle": "->", "color": color, "lw": 1.2})
         z = max(-lim, min(lim, row["z"]))
         ax.plot([z], [y], marker="o" if abs(row["z"]) <= lim else (">" if row["z"] > 0 else "<"),
                 color=color, ms=4)
     ax.axvline(0.0, color="k", lw=0.8)
-    labels = [_text(_short(f"{r['claim']}: {r['check']}", 70)) + ("" if r["scale"] in (None, "s.e.")
-                                                                   else f" [per {r['scale']}]") for r in rows]
+    labels = ["\n".join(textwrap.wrap(_text(f"{r['claim']}: {r['check']}"), 60))      # whole, wrapped
+              + ("" if r["scale"] in (None, "s.e.") else f" [per {r['scale']}]")
+              + ("" if r["alternative"] == "two-sided" else " [one-sided]") for r in rows]
     ax.set_yticks(np.arange(n)[::-1], labels, fontsize=fs)
     ax.set_ylabel("check (claim: check name)", fontsize=8)
     ax.set_ylim(-0.8, n - 0.2)
     ax.set_xlim(-lim - 0.5, lim + 0.5)
-    ax.set_xlabel(r"standardized deviation $(\hat\theta - \theta_{\mathrm{derived}})\,/\,\mathrm{s.e.}$"
-                  r" (deterministic checks: $/\,\mathrm{tolerance}$)" "\n"
-                  "line: confidence interval of the check; shaded: its tolerance allowance", fontsize=8)
+    ax.set_xlabel(r"standardized deviation $(\hat\theta - \theta_{\mathrm{derived}})\,/\,\mathrm{s.e.}$" "\n"
+                  r"(deterministic checks: divided by the tolerance)" "\n"
+                  "line: confidence interval; bar and arrow: one-sided bound; shaded: tolerance allowance",
+                  fontsize=8)
     n_pass = sum(r.passed for r in suite.results)
     ax.set_title(f"sssn_verify {suite.mode} mode, seed {suite.seed}: {n_pass}/{len(suite.results)} claims "
                  f"passed, {len(rows)} checks\n(green: check passed, red: failed; markers clipped at $\\pm{lim:g}$)",
@@ -650,7 +756,7 @@ def exploration_figures(res, directory) -> list[str]:
     paths = []
     for e in res.explorations:
         rows = [x for x in e.examples if "verdict" in x]
-        if not rows:
+        if len(rows) < MIN_EXPLORATION_POINTS:          # a picture of a handful of points shows nothing
             continue
         numeric = [i for i, v in enumerate(rows[0]["config"]) if isinstance(v, (int, float))]
         pairs = list(zip(numeric[::2], numeric[1::2]))

@@ -144,7 +144,7 @@ def test_stated_claims_are_not_labelled_derived(written):
     section = md[md.index("## stated_claim"):]
     assert "Derived (sympy)" not in section and "Stated bound" in section
     assert "Derived (sympy)" in md[md.index("## alpha_claim"):md.index("## stated_claim")]
-    assert html.count("Derived (sympy)") == 1
+    assert html.count("Derived result") == 1 and "<em>stated:</em> E W_2^2" in html
     assert "(stated) E W_2^2" in table(suite)
     for key in ("**Statistic.** a mean", "**Tolerance policy.** |d| <= 0.01"):
         assert key in md
@@ -238,3 +238,77 @@ def test_markdown_without_written_figures():
 
 def test_report_data_is_json_serializable_without_nan():
     json.dumps(report_data(fake_suite()), allow_nan=False)
+
+
+# ---------------------------------------------------------------- the report shows mathematics (issue 23)
+class _Visible:
+    """The visible text of an HTML page (style and script content dropped) and its element names."""
+
+    def __init__(self, page):
+        from html.parser import HTMLParser
+        self.text, self.tags = [], []
+        outer = self
+
+        class P(HTMLParser):
+            skip = 0
+
+            def handle_starttag(self, tag, attrs):
+                outer.tags.append(tag)
+                self.skip += tag in ("style", "script")
+
+            def handle_endtag(self, tag):
+                self.skip -= tag in ("style", "script")
+
+            def handle_data(self, data):
+                if not self.skip:
+                    outer.text.append(data)
+        P(convert_charrefs=True).feed(page)
+        self.text = " ".join(self.text)
+
+
+def real_claims_suite():
+    """A suite of real claim names (their derivations are rendered) with hand-built checks."""
+    budget = {"samples": 2000, "configs": [["relu", 3, 1.0], ["tanh", 4, 0.5]], "rho_grid": (0.1, 0.5)}
+    rs = [ClaimResult(name, CLAIMS[name].title, CLAIMS[name].statement, CLAIMS[name].derived(),
+                      [_check("a check whose name is long and must be shown whole: END", 1.0, 0.1, 1.0)],
+                      "quick", 0, 0.999, 1.0, budget=budget, statistic="s", tolerance="t",
+                      derived_kind=CLAIMS[name].derived_kind)
+          for name in ("lyapunov", "kernel", "coercivity", "attention_bound", "convergence_width")]
+    return SuiteResult(rs, "quick", 0, 0.01, 3.0, 5)
+
+
+@pytest.fixture(scope="module")
+def real_page(tmp_path_factory):
+    out = tmp_path_factory.mktemp("real")
+    write_report(real_claims_suite(), out, figures=False)
+    return (out / "report.html").read_text(), (out / "report.md").read_text()
+
+
+def test_html_renders_derived_results_as_mathml_with_no_python_or_json(real_page):
+    page, _ = real_page
+    seen = _Visible(page)
+    # the claims' statements are hand-written ASCII prose (issue 23 leaves them to the claims' owners)
+    results = _Visible(re.sub(r"<p><strong>Statement\.</strong>.*?</p>", "", page))
+    assert "**" not in seen.text
+    assert seen.tags.count("math") >= 8 and {"mfrac", "msub", "msup", "msqrt"} <= set(seen.tags)
+    for bad in ("**", "sqrt(", "acos", '{"', '["', "[[", "K_rho", "sigma_w", "lambda_1 ="):
+        assert bad not in results.text, (bad, results.text[max(0, results.text.find(bad) - 80):
+                                                             results.text.find(bad) + 80])
+    assert "λ" in seen.text and "arccos" in seen.text and "ReLU:" in seen.text       # lambda_1, K(rho), region
+    assert "a check whose name is long and must be shown whole: END" in seen.text
+    # budgets and configurations as tables of words
+    assert "Budget (quick mode)" in seen.text and "rho grid" in seen.text and "(relu, 3, 1)" in seen.text
+
+
+def test_markdown_budget_is_a_table(real_page):
+    _, md = real_page
+    assert "| samples | 2000 |" in md and '{"samples"' not in md
+
+
+def test_exploration_section_only_with_enough_points():
+    from types import SimpleNamespace
+    from sssn_verify.report import MIN_EXPLORATION_POINTS, exploration_worth_showing
+    few = SimpleNamespace(explorations=[SimpleNamespace(examples=[{}] * 2)])
+    many = SimpleNamespace(explorations=[SimpleNamespace(examples=[{}] * MIN_EXPLORATION_POINTS)])
+    assert not exploration_worth_showing(few) and exploration_worth_showing(many)
+    assert not exploration_worth_showing(None) and MIN_EXPLORATION_POINTS == 8

@@ -464,3 +464,131 @@ def _jsonable(v):
     except ImportError:  # pragma: no cover
         pass
     return v
+
+
+# ---------------------------------------------------------------- MathML (report.html)
+_GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε", "lambda": "λ",
+          "mu": "μ", "rho": "ρ", "sigma": "σ", "tau": "τ", "phi": "φ", "varphi": "φ", "Lambda": "Λ", "Sigma": "Σ",
+          "Delta": "Δ", "pi": "π", "infty": "∞"}
+_MO = {"ge": "≥", "le": "≤", "iff": "⟺", "cdot": "·", "to": "→", "top": "⊤"}
+# symbol names whose MathML sympy would spell badly (the names of LATEX_NAMES, in Unicode)
+MATHML_NAMES = {"K_rho": "K(ρ)", "lambda_edge": "λ_edge", "norm_V": "‖V‖", "norm_KtQ": "‖KᵀQ‖", "E tau": "Eτ",
+                "Var tau": "Var τ", "p_reach": "p_reach", "epsilon_0": "ε_0", "epsilon": "ε", "mu_scipy": "μ",
+                "S_VKQ": "S_VKQ", "energy_lowering": "energy-lowering"}
+
+
+def _lhs_mathml(src: str) -> str:
+    """Presentation MathML of a left-hand side of ours (Derivation.lhs: letters, digits, ( ) = <,
+    Greek letters, \\bar, _{\\mathrm{..}} or _x, \\text{..}, \\quad, \\ge, \\iff)."""
+    from ..escape import html
+    tokens = re.findall(r"_\{(?:[^{}]|\{[^{}]*\})*\}|_.|\\text\{[^{}]*\}|\\[A-Za-z]+|[A-Za-z]|\d+|\S", src)
+    out: list[str] = []
+    bar = False
+    for t in tokens:
+        if t.startswith("\\text{"):
+            item = f"<mtext>{html(t[6:-1])}</mtext>"
+        elif t == "\\quad":
+            item = '<mspace width="1em"></mspace>'
+        elif t == "\\bar":
+            bar = True
+            continue
+        elif t.startswith("\\") and t[1:] in _GREEK:
+            item = f"<mi>{_GREEK[t[1:]]}</mi>"
+        elif t.startswith("\\") and t[1:] in _MO:
+            item = f"<mo>{_MO[t[1:]]}</mo>"
+        elif t.startswith("_") and out:
+            sub = re.sub(r"\\mathrm\{([^{}]*)\}", r"\1", t[2:-1] if t.startswith("_{") else t[1:])
+            sub = "".join(_GREEK.get(w, w) for w in re.split(r"\\", sub))
+            out[-1] = f"<msub>{out[-1]}<mi>{html(sub)}</mi></msub>"
+            continue
+        elif t.isdigit():
+            item = f"<mn>{t}</mn>"
+        elif t.isalpha():
+            item = f"<mi>{t}</mi>"
+        else:
+            item = f"<mo>{html(t)}</mo>"
+        if bar:
+            item, bar = f'<mover accent="true">{item}<mo>¯</mo></mover>', False
+        out.append(item)
+    return "".join(out)
+
+
+_REL_MO = {"==": "=", "<": "<", ">": ">", "<=": "≤", ">=": "≥", "!=": "≠"}
+
+
+def _mml(e) -> str:
+    """sympy's presentation MathML, with the logic in words and relations/cases printed part by part
+    (sympy's own printer cannot print relations between matrices)."""
+    from sympy.printing.mathml import mathml as _sympy_mathml
+    from ..escape import html
+    if isinstance(e, (sp.And, sp.Or)):
+        word = "and" if isinstance(e, sp.And) else "or"
+        parts = [f"<mrow><mo>(</mo>{_mml(a)}<mo>)</mo></mrow>" if isinstance(a, (sp.And, sp.Or)) else _mml(a)
+                 for a in e.args]
+        return f'<mspace width="0.6em"></mspace><mtext>{word}</mtext><mspace width="0.6em"></mspace>'.join(parts)
+    if isinstance(e, sp.Not):
+        return f"<mtext>not </mtext>{_mml(e.args[0])}"
+    if isinstance(e, sp.core.relational.Relational):
+        return f"{_mml(e.lhs)}<mo>{html(_REL_MO.get(e.rel_op, e.rel_op))}</mo>{_mml(e.rhs)}"
+    if isinstance(e, sp.Piecewise):
+        rows = []
+        for expr, cond in e.args:
+            when = "<mtext>otherwise</mtext>" if cond == sp.true else f"<mtext>if </mtext>{_mml(cond)}"
+            rows.append(f"<mtr><mtd>{_mml(expr)}</mtd><mtd>{when}</mtd></mtr>")
+        return f'<mrow><mo>{{</mo><mtable columnalign="left">{"".join(rows)}</mtable></mrow>'
+    if e is sp.true or e is sp.false:
+        return f"<mtext>{'true' if e is sp.true else 'false'}</mtext>"
+    if isinstance(e, sp.MatMul):            # c(x) = gamma x: the scalar factor, then the vector
+        scalar = sp.Mul(*[a for a in e.args if not getattr(a, "is_Matrix", False)])
+        vectors = [a for a in e.args if getattr(a, "is_Matrix", False)]
+        return _mml(display_form(scalar)) + "".join(_mml(v) for v in vectors)
+    verbatim = {}
+    reps = {}
+    for k, sym in enumerate(sorted(e.atoms(sp.Symbol), key=str)):
+        if "\\" in sym.name:               # a symbol named by its LaTeX (the weak form's pieces)
+            key = "zzverbatim" + "".join(chr(97 + int(c)) for c in str(k))     # letters only: no subscript
+            verbatim[key] = _unicode_math(sym.name)
+            reps[sym] = sp.Symbol(key)
+        elif sym.name in MATHML_NAMES:
+            reps[sym] = sp.Symbol(MATHML_NAMES[sym.name], **sym.assumptions0)
+    out = _sympy_mathml(e.xreplace(reps), printer="presentation")
+    for key, text in verbatim.items():
+        out = out.replace(f"<mi>{key}</mi>", f"<mi>{html(text)}</mi>")
+    return re.sub(r"(&#x?[0-9A-Fa-f]+)(?![0-9A-Fa-f;])", r"\1;", out)
+
+
+_UNICODE_TEX = {"langle": "⟨", "rangle": "⟩", "nabla": "∇", "cdot": "·", "operatorname": "", "mathrm": "",
+                ",": "\u2009", "partial": "∂"}
+_SUBSCRIPT = str.maketrans("0123456789aehijklmnoprstuvx", "₀₁₂₃₄₅₆₇₈₉ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ")
+
+
+def _unicode_math(src: str) -> str:
+    """A LaTeX name of ours as Unicode text (for MathML): commands to symbols, x_t to xₜ, ^2 to ²."""
+    s = re.sub(r"\\([A-Za-z]+|,)", lambda m: _UNICODE_TEX.get(m[1], _GREEK.get(m[1], m[1])), src)
+    s = re.sub(r"_\{([^{}]*)\}|_(\w)", lambda m: (m[1] or m[2]).translate(_SUBSCRIPT), s)
+    s = s.replace("^2", "²").replace("{", "").replace("}", "")
+    return " ".join(s.split())
+
+
+def mathml(expr: Any, *, lhs: str | None = None, display: bool = False) -> str:
+    """Presentation MathML of `expr` as the documents show it (DISPLAY_RULES applied, the
+    project's symbol names), optionally after a left-hand side of ours; one <math> element."""
+    body = ""
+    if expr is not None:
+        e = display_form(sp.sympify(expr))
+        if isinstance(e, sp.Eq) and lhs is not None:
+            e = e.rhs
+        body = _mml(e)
+    if lhs is not None:
+        joiner = "" if lhs.rstrip().endswith(("\\iff", "=", "<", ">", "\\le", "\\ge")) else "<mo>=</mo>"
+        body = _lhs_mathml(lhs) + (joiner + body if body else "")
+    mode = ' display="block"' if display else ""
+    return f'<math xmlns="http://www.w3.org/1998/Math/MathML"{mode}><mrow>{body}</mrow></math>'
+
+
+def result_mathml(der: "Derivation", *, display: bool = True) -> list[str]:
+    """The result of `der` as MathML, one <math> per formula, each with its left-hand side."""
+    res = der.result if der.result_display is None else der.result_display
+    parts = list(res) if isinstance(res, sp.Tuple) else [res]
+    lhs = der.lhs if isinstance(der.lhs, tuple) else (der.lhs,) * len(parts)
+    return [mathml(p, lhs=left, display=display) for p, left in zip(parts, lhs)]
