@@ -87,12 +87,10 @@ def show_regime(params):
 
 def phase_figure(params, reg):
     """Sign regions of (lambda_1, lambda_bar(beta)) over (d, sigma_b), current point marked."""
-    base = dict(d=params.d, beta=params.beta, sigma_w=params.sigma_w, sigma_b=params.sigma_b,
-                sigma_a=params.sigma_a)
     point = dict(d=params.d, sigma_b=params.sigma_b,
                  label=f"current point (lambda_bar + C_att = {reg.lambda_bar + reg.c_att:.3g})")
     fig, ax = plt.subplots(figsize=(11, 4.5))
-    phase_diagram_figure(params.activation, "d", "sigma_b", D_AXIS, SIGMA_B_AXIS, base, point=point, ax=ax)
+    phase_diagram_figure(params, x="d", y="sigma_b", xs=D_AXIS, ys=SIGMA_B_AXIS, point=point, ax=ax)
     ax.get_legend().set_bbox_to_anchor((1.01, 1.0))  # beside the axes: the point stays visible
     fig.tight_layout()
     return fig

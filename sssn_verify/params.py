@@ -7,7 +7,7 @@ paths) are validated with the same helpers where they are used.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -218,3 +218,47 @@ class ModelParams:
     def with_(self, **changes) -> "ModelParams":
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
+
+
+# ---------------------------------------------------------------- one calling style for the public API
+MODEL_FIELDS = tuple(f.name for f in fields(ModelParams))
+#: the defaults of every public function that takes a model (README, "Defaults")
+MODEL_DEFAULTS = {f.name: f.default for f in fields(ModelParams)}
+
+
+def model_params(params: ModelParams | None = None, /, **changes) -> ModelParams:
+    """The ModelParams of a public call: `params`, or ModelParams(**changes), or `params` with
+    the fields named in `changes` replaced.  A keyword that is not a field is a ParameterError."""
+    unknown = sorted(set(changes) - set(MODEL_FIELDS))
+    if unknown:
+        raise ParameterError(unknown[0], changes[unknown[0]], f"is not a model parameter (one of {', '.join(MODEL_FIELDS)})")
+    if params is None:
+        return ModelParams(**changes)
+    if not isinstance(params, ModelParams):
+        raise ParameterError("params", type(params).__name__, "must be a ModelParams (or pass its fields as keywords)")
+    return params.with_(**changes) if changes else params
+
+
+def takes_model(fn):
+    """The public calling style: ``fn(params: ModelParams, *, options)`` becomes
+    ``fn(params=None, /, *, options, d=3, n_tokens=8, ..., V=None)``, called with a ModelParams,
+    with its fields as keywords (ModelParams' defaults), or with both (the keywords change
+    those fields).  The signature lists every parameter (``inspect.signature``, ``help``)."""
+    import functools
+    import inspect
+
+    P = inspect.Parameter
+    sig = inspect.signature(fn)
+    options = [p.replace(kind=P.KEYWORD_ONLY) for p in list(sig.parameters.values())[1:]]
+    names = {p.name for p in options}
+    model = [P(f.name, P.KEYWORD_ONLY, default=f.default, annotation=f.type) for f in fields(ModelParams)
+             if f.name not in names]
+
+    @functools.wraps(fn)
+    def public(params=None, /, **kwargs):
+        own = {k: kwargs.pop(k) for k in list(kwargs) if k in names}
+        return fn(model_params(params, **kwargs), **own)
+
+    public.__signature__ = sig.replace(parameters=[
+        P("params", P.POSITIONAL_ONLY, default=None, annotation="ModelParams | None"), *options, *model])
+    return public

@@ -35,12 +35,12 @@ import numpy as np
 from .errors import ParameterError
 from .escape import plot_text
 from .limits import MAX_D, MAX_GRID, check_at_most
-from .params import check_int, check_real
+from .params import MODEL_DEFAULTS, ModelParams, check_int, check_real, takes_model
 
 AXES = ("d", "sigma_w", "sigma_b", "sigma_a", "beta")
 DEFAULT_RANGE = {"d": (2, 16), "sigma_w": (0.1, 2.0), "sigma_b": (0.0, 2.0), "sigma_a": (0.1, 2.0),
                  "beta": (0.0, 5.0)}
-DEFAULT_BASE = dict(d=8, beta=0.0, sigma_w=1.0, sigma_b=0.0, sigma_a=1.0)
+DEFAULT_BASE = {k: MODEL_DEFAULTS[k] for k in AXES}        # ModelParams' defaults
 DEFAULT_RESOLUTION = 25
 
 REGION_COLORS = ("#f4cccc", "#cfe2f3", "#fff2cc", "#b6d7a8")
@@ -139,27 +139,26 @@ def _relu_boundary(ax, x, y, xs, ys, base):
     return line
 
 
-def phase_diagram_figure(activation, x: str = "d", y: str = "sigma_b", xs=None, ys=None, base=None,
-                         point=None, ax=None, empirical: "EmpiricalPhase | None" = None, values: str = "signs"):
+@takes_model
+def phase_diagram_figure(params: ModelParams, x: str = "d", y: str = "sigma_b", xs=None, ys=None, point=None,
+                         ax=None, empirical: "EmpiricalPhase | None" = None, values: str = "signs"):
     """Sign regions of lambda_1 and lambda_bar(beta) over (x, y) as a matplotlib Figure, or with
     `values` = "lambda1" or "lambda_bar" a colour map of that rate (diverging at 0) with its zero contour.
 
-    `xs`, `ys` default to ``axis_values(x)``, ``axis_values(y)``; `base` (d, beta, sigma_w,
-    sigma_b, sigma_a; missing keys from ``DEFAULT_BASE``) fixes the parameters that are not
-    axes.  `point` (a dict with keys x and y, optionally "label", or a pair (x, y)) is marked
-    with a star.  `empirical` (from :func:`confirm_grid` on the same grid) draws the Monte Carlo
-    sign regions and their confidence over the derived ones.  Draws into `ax` when given, else
-    into a new pyplot figure.
+    The model is a ModelParams or its fields as keywords (as :func:`sssn_verify.regime`): its
+    activation, and its d, beta and sigmas where they are not axes.  `xs`, `ys` default to
+    ``axis_values(x)``, ``axis_values(y)``.  `point` (a dict with keys x and y, optionally
+    "label", or a pair (x, y)) is marked with a star.  `empirical` (from :func:`confirm_grid` on
+    the same grid) draws the Monte Carlo sign regions and their confidence over the derived
+    ones.  Draws into `ax` when given, else into a new pyplot figure; returns the Figure.
     """
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
-    from .activations import get_activation
-
-    act = get_activation(activation)
+    act = params.activation
     if values not in VALUES:
         raise ParameterError("values", values, f"one of {', '.join(VALUES)}")
-    base = _checked_base(x, y, base)
+    base = _checked_base(x, y, {k: getattr(params, k) for k in AXES})
     xs = axis_values(x) if xs is None else np.asarray(xs)
     ys = axis_values(y) if ys is None else np.asarray(ys)
     code = sign_regions(act, x, y, xs, ys, base)

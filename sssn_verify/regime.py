@@ -27,9 +27,10 @@ import numpy as np
 
 from .numeric.kernels import kernel
 from .numeric.rates import c_att as _c_att
-from .numeric.rates import c_att_general, lambda1, lambda_bar_from_kernel, lambda_edge, near_sync_rate
+from .numeric.rates import c_att_general, lambda_bar_from_kernel, lambda_edge, near_sync_rate
+from .numeric.rates import lambda1 as _lambda1
 from .errors import ResourceError
-from .params import ModelParams
+from .params import ModelParams, takes_model
 from .sync_time import log_distance_variance, lyapunov_spectrum
 
 
@@ -212,10 +213,16 @@ def _check_finite(**values) -> None:
                             "range; use smaller sigmas, beta or attention scale")
 
 
+@takes_model
 def regime(params: ModelParams) -> Regime:
-    """Rates and verdicts for `params` (Q, K, V and beta enter C_att and lambda_bar)."""
+    """Rates and verdicts of one parameter set (Q, K, V and beta enter C_att and lambda_bar).
+
+    ``regime(ModelParams(...))`` or ``regime(activation="tanh", d=6, sigma_w=1.2, ...)`` (the
+    same fields and defaults), or both (the keywords change those fields).  Returns a
+    :class:`Regime` with the fields listed below.
+    """
     kf = kernel(params.activation, params.sigma_w, params.sigma_b, params.sigma_a)
-    lam1 = lambda1(params.d, kf.k0, kf.k1)
+    lam1 = _lambda1(params.d, kf.k0, kf.k1)
     lam_bar, argmax = lambda_bar_from_kernel(kf, params.d, params.beta)
     edge = lambda_edge(params.d, kf.k0, kf.k1) if kf.k0 > 0 else 0.0
     catt = _c_att(params.beta, params.Q, params.K, params.V)
@@ -236,4 +243,32 @@ def regime(params: ModelParams) -> Regime:
         log_distance_variance=float(log_distance_variance(kf.k0, kf.k1)))
 
 
-__all__ = ["Regime", "regime", "FIELDS", "dissipation_text", "synchronization_verdicts", "dissipation_verdicts"]
+regime.__doc__ += "\n" + "\n".join(f"    * ``{k}``: {v}" for k, v in FIELDS.items()) + "\n"
+
+
+@takes_model
+def lambda1(params: ModelParams) -> float:
+    """lambda_1 = ((d-3) k1 - (d-1) k0)/2 of one parameter set (a ModelParams or its fields as
+    keywords, as :func:`regime`): the top Lyapunov exponent, two-point synchronization iff < 0.
+    A float: +-inf or nan (undefined) when k1 = inf (activations with a jump) at d > 3, d = 2 or d = 3."""
+    kf = kernel(params.activation, params.sigma_w, params.sigma_b, params.sigma_a)
+    return float(_lambda1(params.d, kf.k0, kf.k1))
+
+
+@takes_model
+def lambda_bar(params: ModelParams) -> float:
+    """lambda_bar(beta) = sup over rho in [-1, 1) of L2 f / f, the noise-only energy rate of one
+    parameter set (a ModelParams or its fields as keywords, as :func:`regime`).  A float; where the
+    sup sits and the edge value are in :func:`regime`'s ``lambda_bar_argmax``, ``lambda_bar_edge``."""
+    kf = kernel(params.activation, params.sigma_w, params.sigma_b, params.sigma_a)
+    return float(lambda_bar_from_kernel(kf, params.d, params.beta)[0])
+
+
+@takes_model
+def c_att(params: ModelParams) -> float:
+    """C_att(beta, Q, K, V) >= 0 of one parameter set (a ModelParams or its fields as keywords, as
+    :func:`regime`): d/dt E_beta|_att <= C_att E_beta; 0 for energy-lowering attention.  A float."""
+    return float(_c_att(params.beta, params.Q, params.K, params.V))
+
+
+__all__ = ["Regime", "regime", "lambda1", "lambda_bar", "c_att", "FIELDS", "dissipation_text", "synchronization_verdicts", "dissipation_verdicts"]

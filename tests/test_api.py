@@ -48,6 +48,7 @@ def test_entry_points_are_plain_functions_with_signatures_and_docstrings():
         assert params and not any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params.values()), name
         assert f.__doc__ and f.__doc__.strip(), name
     assert {"mode", "claims", "seed"} <= set(inspect.signature(sssn_verify.verify).parameters)
+    assert {"d", "beta", "activation", "sigma_w", "V"} <= set(inspect.signature(sssn_verify.regime).parameters)
 
 
 def test_the_submodule_named_like_its_function_is_reachable_and_never_hides_it():
@@ -101,3 +102,60 @@ def test_every_exception_of_errors_is_public():
     assert {"ExpressionError", "OutputError", "ResourceError", "SSSNError"} <= classes
     for name in classes:
         assert name in sssn_verify.__all__ and getattr(sssn_verify, name) is getattr(errors, name), name
+
+
+def test_one_calling_style_a_model_or_its_fields_with_the_same_defaults():
+    """Issue 24.1: a ModelParams or the same keywords, one set of defaults (ModelParams')."""
+    import inspect
+
+    import numpy as np
+
+    from sssn_verify.cli import build_parser
+    from sssn_verify.params import MODEL_DEFAULTS
+    sv = sssn_verify
+    kw = dict(activation="tanh", d=6, sigma_w=1.2, sigma_b=0.3, sigma_a=1, beta=1)
+    p = sv.ModelParams(**kw)
+    assert sv.regime(**kw) == sv.regime(p) == sv.regime(sv.ModelParams(d=6), **{k: kw[k] for k in kw if k != "d"})
+    assert sv.regime(p, beta=2).beta == 2.0 and sv.regime(p, beta=2) == sv.regime(**{**kw, "beta": 2})
+    for f in (sv.lambda1, sv.lambda_bar, sv.c_att):
+        assert f(**kw) == f(p)
+    # against a hand formula (ReLU): lambda_1 = -(sa^2/4)(2 sw^2 + (d-1) sb^2)
+    sw, sb, sa, d = 0.8, 0.6, 1.3, 5
+    assert np.isclose(sv.lambda1(d=d, sigma_w=sw, sigma_b=sb, sigma_a=sa),
+                      -(sa**2 / 4) * (2 * sw**2 + (d - 1) * sb**2), rtol=1e-12, atol=0)
+    assert sv.kernel(p).k0 == sv.kernel("tanh", 1.2, 0.3, 1.0).k0
+    assert beta_default(sv.ModelParams) == 1.0 == MODEL_DEFAULTS["beta"]
+    for f in (sv.regime, sv.lambda1, sv.lambda_bar, sv.c_att, sv.phase_diagram_figure):
+        params = inspect.signature(f).parameters
+        assert {k: params[k].default for k in MODEL_DEFAULTS} == MODEL_DEFAULTS, f.__name__
+    parser = build_parser()
+    for cmd in (["regime"], ["phase-diagram", "--out", "x.png"], ["simulate", "gaussian", "--depth", "2", "--out", "x.npz"]):
+        args = parser.parse_args(cmd)
+        for k in ("activation", "d", "sigma_w", "sigma_b", "sigma_a", "beta"):
+            if hasattr(args, k):
+                assert getattr(args, k) == MODEL_DEFAULTS[k], (cmd[0], k)
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = sv.phase_diagram_figure(p, xs=np.arange(2, 5), ys=np.linspace(0.0, 1.0, 3))
+    plt.close(fig)
+    try:
+        sv.regime(dimension=3)
+    except sv.ParameterError as exc:
+        assert "dimension" in str(exc)
+    else:
+        raise AssertionError("an unknown keyword was accepted")
+
+
+def beta_default(cls):
+    import dataclasses
+    return {f.name: f.default for f in dataclasses.fields(cls)}["beta"]
+
+
+def test_readme_defaults_table_is_modelparams_defaults():
+    from sssn_verify.params import MODEL_DEFAULTS
+    rows = dict(re.findall(r"^\| `([A-Za-z_]+)`(?:, `[A-Z]`)* \| ([^|]+?) \|", README.read_text(), flags=re.M))
+    shown = {k: rows[k] for k in MODEL_DEFAULTS if k in rows}
+    want = {k: "identity" if v is None else str(v) for k, v in MODEL_DEFAULTS.items()}
+    assert shown == {k: want[k] for k in ("d", "n_tokens", "horizon", "beta", "activation", "sigma_w", "sigma_b",
+                                          "sigma_a", "Q")}

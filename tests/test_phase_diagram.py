@@ -38,7 +38,7 @@ def expected_and_mask(three=3):
 
 def test_relu_figure_regions_follow_the_derived_edge_rate():
     import matplotlib.pyplot as plt
-    fig = phase_diagram_figure("relu", "d", "sigma_b", DS, SBS, BASE, point=(8, 1.0))
+    fig = phase_diagram_figure(activation="relu", x="d", y="sigma_b", xs=DS, ys=SBS, point=(8, 1.0), **BASE)
     try:
         assert isinstance(fig, Figure)
         ax = fig.axes[0]
@@ -61,13 +61,13 @@ def test_relu_figure_regions_follow_the_derived_edge_rate():
 def test_draws_into_a_given_axes_and_rejects_bad_axes():
     fig = Figure()
     ax = fig.add_subplot()
-    out = phase_diagram_figure("erf", "sigma_w", "sigma_b", np.linspace(0.5, 1.5, 3),
-                               np.linspace(0.0, 1.0, 3), dict(d=6), point=dict(sigma_w=1.0, sigma_b=0.5), ax=ax)
+    out = phase_diagram_figure(activation="erf", d=6, x="sigma_w", y="sigma_b", xs=np.linspace(0.5, 1.5, 3),
+                               ys=np.linspace(0.0, 1.0, 3), point=dict(sigma_w=1.0, sigma_b=0.5), ax=ax)
     assert out is fig and ax.get_xlabel() == "sigma_w" and ax.get_ylabel() == "sigma_b"
     with pytest.raises(ParameterError):
-        phase_diagram_figure("relu", "d", "d")
+        phase_diagram_figure(x="d", y="d")
     with pytest.raises(ParameterError):
-        phase_diagram_figure("relu", "depth", "sigma_b")
+        phase_diagram_figure(x="depth", y="sigma_b")
     with pytest.raises(ParameterError):
         axis_values("sigma_w", (1.0, 0.5))
     with pytest.raises(ParameterError):

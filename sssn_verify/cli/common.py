@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from ..params import ModelParams
+from ..params import MODEL_DEFAULTS, ModelParams
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -38,20 +38,21 @@ def add_format_options(p: argparse.ArgumentParser, formats: tuple[str, ...], *, 
     p.add_argument("--json", action="store_true", help="the same as --format json")
 
 
-def add_kernel_options(p: argparse.ArgumentParser, *, activation_default: str = "relu") -> None:
-    """--activation, --sigma-w, --sigma-b, --sigma-a."""
+def add_kernel_options(p: argparse.ArgumentParser, *, activation_default: str = MODEL_DEFAULTS["activation"]) -> None:
+    """--activation, --sigma-w, --sigma-b, --sigma-a (defaults: ModelParams')."""
     p.add_argument("--activation", default=activation_default,
                    help="registry name (relu, leaky_relu:0.1, sin:3, ...) or an expression in u")
-    p.add_argument("--sigma-w", type=float, default=1.0, help="std of each weight coordinate")
-    p.add_argument("--sigma-b", type=float, default=0.0, help="std of the bias")
-    p.add_argument("--sigma-a", type=float, default=1.0, help="std of each output-weight coordinate")
+    p.add_argument("--sigma-w", type=float, default=MODEL_DEFAULTS["sigma_w"], help="std of each weight coordinate")
+    p.add_argument("--sigma-b", type=float, default=MODEL_DEFAULTS["sigma_b"], help="std of the bias")
+    p.add_argument("--sigma-a", type=float, default=MODEL_DEFAULTS["sigma_a"],
+                   help="std of each output-weight coordinate")
 
 
-def add_model_options(p: argparse.ArgumentParser, *, d_default: int = 3) -> None:
-    """Kernel options plus --d and --beta."""
+def add_model_options(p: argparse.ArgumentParser, *, d_default: int = MODEL_DEFAULTS["d"]) -> None:
+    """Kernel options plus --d and --beta (defaults: ModelParams')."""
     add_kernel_options(p)
     p.add_argument("--d", type=int, default=d_default, help="ambient dimension (tokens on S^{d-1})")
-    p.add_argument("--beta", type=float, default=1.0, help="attention inverse temperature")
+    p.add_argument("--beta", type=float, default=MODEL_DEFAULTS["beta"], help="attention inverse temperature")
 
 
 def params_from_args(args: argparse.Namespace, **overrides) -> ModelParams:

@@ -2,7 +2,7 @@
 
 A thin wrapper over :func:`sssn_verify.phase_diagram.phase_diagram_figure` (four sign regions,
 the derived ReLU boundary ``sigma_b = sigma_w sqrt(2/(d-3))`` when sigma_b is an axis).
-lambda_bar uses --beta (default 0, where the sup sits at the edge for ReLU).
+lambda_bar uses --beta (default 1, ModelParams'; at 0 the sup sits at the edge for ReLU).
 
 ``--confirm`` adds the empirical phase diagram (:func:`sssn_verify.phase_diagram.confirm_grid`):
 Monte Carlo estimates of lambda_1 and of the energy rate at every grid cell, one task per cell
@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 from ..errors import ParameterError
-from ..params import check_int, check_real
+from ..params import MODEL_DEFAULTS, check_int, check_real
 from ..executor import add_cli_options
 from ..outputs import output_path, write_atomic
 from ..phase_diagram import (AXES, BOTH_NEGATIVE, CONFIRM_BUDGET, CONFIRM_LEVEL, VALUES, axis_values, confirm_grid,
@@ -39,8 +39,8 @@ def register(subparsers) -> None:
                                           "--format csv|json prints the grid (sv.scan's columns).",
                               epilog=epilog(EXAMPLES))
     add_kernel_options(p)
-    p.add_argument("--d", type=int, default=8, help="dimension when d is not an axis")
-    p.add_argument("--beta", type=float, default=0.0, help="beta of lambda_bar when not an axis")
+    p.add_argument("--d", type=int, default=MODEL_DEFAULTS["d"], help="dimension when d is not an axis")
+    p.add_argument("--beta", type=float, default=MODEL_DEFAULTS["beta"], help="beta of lambda_bar when not an axis")
     p.add_argument("--x", choices=AXES, default="d", help="horizontal axis")
     p.add_argument("--y", choices=AXES, default="sigma_b", help="vertical axis")
     p.add_argument("--x-range", type=float, nargs=2, metavar=("LO", "HI"), help="range of the x axis")
@@ -104,7 +104,8 @@ def run(args) -> int:
         with from_cli(args) as ex:
             emp = confirm_grid(act, args.x, args.y, xs, ys, base, budget=budget, seed=args.seed,
                                level=args.level, executor=ex, progress=not args.no_progress)
-    fig = phase_diagram_figure(act, args.x, args.y, xs, ys, base, empirical=emp, values=args.values)
+    fig = phase_diagram_figure(activation=act, x=args.x, y=args.y, xs=xs, ys=ys, empirical=emp, values=args.values,
+                               **base)
     kind = out.suffix.lower().lstrip(".")
     write_atomic(out, lambda fh: fig.savefig(fh, format=kind, dpi=120), what="--out")
     plt.close(fig)

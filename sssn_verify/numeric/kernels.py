@@ -144,7 +144,18 @@ def check_sigmas(sigma_w, sigma_b, sigma_a) -> tuple[float, float, float]:
 
 def kernel(activation="relu", sigma_w=1.0, sigma_b=0.0, sigma_a=1.0, *,
            force_quadrature: bool = False) -> KernelFunction:
-    """The cached KernelFunction of `activation` at (sigma_w, sigma_b, sigma_a)."""
+    """The cached KernelFunction of `activation` at (sigma_w, sigma_b, sigma_a): K(rho) with
+    ``k0`` = K(1), ``k1`` = K'(1), ``method`` ('closed form' or 'quadrature'), ``error_bound``.
+
+    The arguments are ModelParams' fields, with its defaults; a ModelParams as the first
+    argument stands for its activation and sigmas (the others then stay at their defaults).
+    """
+    from ..params import ModelParams
+    if isinstance(activation, ModelParams):
+        if (sigma_w, sigma_b, sigma_a) != (1.0, 0.0, 1.0):
+            raise ParameterError("sigma_w", sigma_w, "cannot be given with a ModelParams (use params.with_(...))")
+        p = activation
+        activation, sigma_w, sigma_b, sigma_a = p.activation, p.sigma_w, p.sigma_b, p.sigma_a
     act = get_activation(activation)
     sw, sb, sa = check_sigmas(sigma_w, sigma_b, sigma_a)
     act.check_moments(math.hypot(sw, sb))    # infinite / beyond the quadrature window: say why

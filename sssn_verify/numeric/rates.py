@@ -101,7 +101,7 @@ def ratio(kf, d, beta, us: np.ndarray) -> np.ndarray:
 
 
 def lambda_bar(activation, d: int, sigma_w: float, sigma_b: float, sigma_a: float,
-               beta: float = 0.0) -> tuple[float, float]:
+               beta: float = 1.0) -> tuple[float, float]:
     """(sup_{rho in [-1,1)} L2 f / f, argmax rho); argmax 1.0 means the rho -> 1 limit."""
     d = check_int("d", d, 2)
     beta = check_real("beta", beta, 0.0)
