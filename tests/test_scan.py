@@ -167,7 +167,7 @@ def test_phase_diagram_exports_its_grid_and_draws_values(tmp_path):
     """phase-diagram --format csv|json prints the grid without --confirm (the numbers of sv.scan); the
     figure shows values in PNG, PDF or SVG."""
     grid = _cli("phase-diagram", "--activation", "relu", "--x", "d", "--y", "sigma_b", "--x-range", "2", "5",
-                "--y-range", "0", "2", "--resolution", "3", "--format", "csv")
+                "--y-range", "0", "2", "--resolution", "3", "--beta", "0", "--format", "csv")
     assert grid.returncode == 0, grid.stderr
     frame = pd.read_csv(io.StringIO(grid.stdout))
     assert list(frame["d"]) == [2, 3, 4, 5] * 3 and list(frame["sigma_b"]) == [0.0] * 4 + [1.0] * 4 + [2.0] * 4
@@ -175,7 +175,7 @@ def test_phase_diagram_exports_its_grid_and_draws_values(tmp_path):
     api = api.sort_values(["sigma_b", "d"]).reset_index(drop=True)
     np.testing.assert_array_equal(frame["lambda_bar"].to_numpy(), api["lambda_bar"].to_numpy())
     from sssn_verify.phase_diagram import phase_grid
-    lam1, lbar = phase_grid("relu", "d", "sigma_b", np.arange(2, 6), np.array([0.0, 1.0, 2.0]), {})
+    lam1, lbar = phase_grid("relu", "d", "sigma_b", np.arange(2, 6), np.array([0.0, 1.0, 2.0]), {"beta": 0.0})
     np.testing.assert_array_equal(lbar.ravel(), frame["lambda_bar"].to_numpy())
     for ext in ("png", "pdf", "svg"):
         out = tmp_path / f"pd.{ext}"
