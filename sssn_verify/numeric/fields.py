@@ -1,63 +1,15 @@
 """The one Gaussian sampler of the engine: random numbers, the field at N points, the MLP in law.
 
-Random numbers
-    Every path owns a 64-bit SplitMix64 state seeded from its
-    :func:`sssn_verify.numeric.rng.path_seeds` entry (``rng_state(seed)``); normals come
-    from the Marsaglia-Tsang ziggurat (128 layers) on top of it.  A path's numbers depend
-    on its seed alone, so results are bit-identical for any thread count or chunking.
-    (Measured: about 3x faster than numba's ``np.random.standard_normal``.)
+* random numbers: a 64-bit SplitMix64 state per path (``rng_state``), normals by the
+  Marsaglia-Tsang ziggurat; a path's numbers depend on its seed alone (any threads, chunks);
+* the field at N points: ``kernel_cholesky`` + ``correlated_normals``, a pivoted semi-definite
+  Cholesky with **no diagonal jitter** (``psd_cholesky``; ``STATUS_NOT_PSD`` for an invalid kernel);
+* the MLP in law (``mlp_preactivations`` / ``mlp_outputs``): exact-in-law through an n x n factor,
+  in a tree basis near coincidence (``nearest_tree``, ``edge_rows``, ``graded_cholesky``,
+  ``accumulate_tree``);
+* the width coupling's square roots (``tree_field_cov``, ``graded_sqrt``).
 
-The Gaussian field at N points (``kernel_cholesky`` + ``correlated_normals``)
-    A centred field with ``E[G(x_i) G(x_j)^T] = C_ij I_d`` is sampled jointly at the N
-    points as ``G = L Z`` with ``C = L L^T`` and ``Z`` an (N, d) standard normal matrix.
-
-Jitter policy (documented and tested): **no diagonal jitter**.  ``psd_cholesky`` is the
-pivoted semi-definite Cholesky (Higham; LAPACK ``dpstrf``): at each step the largest
-remaining Schur-complement diagonal is eliminated, and the factorisation stops (rank r) once
-it is ``<= rtol * max_i C_ii`` (default ``rtol = 1e-13``): the remaining points are, to
-rounding, determined by the pivots and receive exactly their conditional mean.  Coincident
-tokens therefore receive *identical* noise (as in the finite-width MLP, which keeps
-coincident tokens coincident), the covariance dropped has diagonal entries below
-``rtol * max C_ii``, and rank-deficient matrices (N > d + 1 pre-activations, N > m outputs,
-the identity activation's rank-(d+1) kernel) stay stable.  A remaining diagonal below
-``-sqrt(rtol) * max C_ii`` (or NaN) means the matrix is not positive semi-definite (an
-invalid kernel): the sampler returns ``STATUS_NOT_PSD`` and the caller raises.
-The factor B (n x n, columns beyond r zero) satisfies ``B B^T ~ C`` in the original order.
-
-For kernel matrices ``C_ij = k0 - g_ij`` with the stable gap ``g_ij = k0 - K(rho_ij)``
-(``g_ii = 0``), ``kernel_cholesky`` eliminates the first point analytically,
-``S_ij = g_i0 + g_j0 - g_ij - g_i0 g_j0 / k0``, so nearby tokens keep their relative noise
-(variance ``2 g``) down to separations far below ``sqrt(eps)``; the rest is the pivoted
-factorisation of S with the same policy relative to S's own scale.
-
-The MLP in law (exact-in-law sampling, ``mlp_preactivations`` / ``mlp_outputs``)
-    ``F(y) = m^{-1/2} sum_k a_k phi(<w_k, y> + b_k)`` with fresh Gaussian weights.  Given the
-    n input vectors (rows of Y, with bias indicators c_i), the pre-activations
-    ``Z[i, k] = sw <w_k, Y_i> + sb c_i b_k`` have i.i.d. columns k with covariance
-    ``sw^2 <Y_i, Y_j> + sb^2 c_i c_j``; given the hidden matrix H (n, m), the outputs
-    ``O[i, :] = m^{-1/2} sum_k a_k H[i, k]`` have i.i.d. coordinates with covariance
-    ``(sa^2 / m) <H_i, H_j>``.  Sampling these through an n x n factor draws n m (resp.
-    n d) normals instead of (d + 1) m (resp. m d): exact in law, and the literal-weights
-    branch of each helper is kept for cross-checks and for n large.
-    Near coincidence (issue 11): the Gram matrix of the rows themselves cannot carry the
-    difference of two rows 1e-7 apart (its entries are O(1), the difference's variance
-    O(1e-14), a 2x2 Cholesky then cancels catastrophically).  The exact branches therefore
-    work in a *tree basis*: ``nearest_tree`` links every row to its nearest earlier row
-    (Prim), the basis is the root row and the differences along the edges (``edge_rows``,
-    each computed directly, so a 1e-12 difference keeps ~4 significant digits more than its
-    float inputs), their Gram matrix is factorised by ``graded_cholesky`` (pivot policy
-    relative to each row's own scale), and the draws are summed back along the tree
-    (``accumulate_tree``).  Exactly coincident rows get a zero edge: identical noise.
-    A tangent vector v is the row ``(v, c = 0)``: the pair (F(y), J_F(y) v) is the output for
-    ``H = [phi(z), phi'(z) * zdot]``.
-
-The width coupling (``numeric.models.coupled``, issue 11.2)
-    Width m and m = infinity are driven by one standard normal xi through square roots of their
-    covariances in the same tree basis: ``tree_field_cov`` (the field's covariance of root and
-    edge differences from the stable gaps: an edge's variance is 2 g exactly) and the Gram matrix
-    of the hidden rows' differences (``edge_rows``), each factorised by ``graded_sqrt``
-    (diagonal scale times the symmetric PSD root of the correlation matrix: order-free and
-    continuous in the covariance, so nearby covariances get nearby roots).
+The policies, their accuracy and the reasons are in docs/numerics.md, section "Fields".
 """
 from __future__ import annotations
 

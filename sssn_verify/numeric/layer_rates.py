@@ -1,50 +1,16 @@
 """Rates of the energy read off one exact layer of the Gaussian transformer, without the derivation.
 
-This module is the *independent evidence* for ``lambda_bar`` (docs/mathematics.md, section 5):
-nothing here uses the sympy results (the drift ``b``, the diffusion ``a``, the edge value or the
-projection drift ``c``).  It uses only the definition of one noise layer of the Gaussian
-transformer (m = infinity, attention optional),
+The *independent evidence* for ``lambda_bar`` (docs/mathematics.md, section 5): nothing here uses
+the sympy results; only the definition of one noise layer ``x_i' = Pi(y_i + s G(y_i))`` and the
+kernel K (by quadrature, ``quadrature_kernel``, or the models' own, ``numeric.kernels.kernel``).
 
-    x_i' = Pi(y_i + s G(y_i)),   s = sqrt(delta),   E[G(x) G(y)^T] = K(<x, y>) I_d,
+* deterministic: the generator of one exact layer (``generator_ratio``, second differences in the
+  noise's eigen-directions with Richardson) and its sup over u = 1 - rho (``sup_ratio``);
+* Monte Carlo: the initial rate of ``E[E_beta]`` under exact layers on shared, antithetic noise with
+  a three-level Richardson (``initial_rate_paths``, ``rate_estimate`` with control variates).
 
-and the kernel K (the deterministic evidence: by quadrature, ``quadrature_kernel``; the Monte Carlo:
-the models' kernel, ``numeric.kernels.kernel``, as the engine samples it), with
-``f~(u) = (1 - e^{-beta u}) / beta`` (``u`` at beta = 0), ``u = 1 - rho``: ``f = e^beta beta f~``,
-so every ratio below is the ratio for ``f`` itself.
-
-Deterministic: the generator of one exact layer (``generator_ratio``)
-    ``E f(u'(sG)) = f(u) + (s^2/2) tr(H Sigma) + O(s^4)`` exactly for a centred Gaussian ``G``
-    (odd moments vanish), ``H`` the Hessian of ``G -> f(u'(G))`` at 0 and ``Sigma = C (x) I_d``
-    the noise covariance of the two tokens (``C = [[k0, K], [K, k0]]``).  So the generator is
-    ``(1/2) sum_k lambda_k F_k''(0)`` over the 2d eigen-directions of Sigma (per coordinate the
-    common mode ``lambda_+ = 2 k0 - gap`` and the difference mode ``lambda_- = gap``, gap =
-    k0 - K(1-u) in stable form); the two tokens sit at ``(c, +-s, 0...)`` with ``s = sqrt(u/2)``,
-    so coordinates 3..d are equivalent (multiplicity d - 2).  ``F_k''(0)`` is a central second
-    difference in the standard-normal coordinate, Richardson-extrapolated over three steps
-    (error O(h^6) plus rounding; the reported error is the last Richardson correction plus 1e-12
-    of the largest term).  ``u'`` is computed from the difference of the two points (never as
-    1 - <x', y'>), so the ratio keeps its relative accuracy down to u = 1e-14.
-
-    ``sup_ratio`` maximizes the ratio over u in (0, 2] (a geometric grid to u = 1e-12, a uniform
-    one to u = 2, then nested grids around the best point, as the derived sup does with the
-    derived ratio); the edge limit u -> 0 is the ratio at u = 1e-14 with its bias
-    ``|r(4e-14) - r(1e-14)|`` (a sqrt(u) term, as for ReLU) in the error.
-
-Monte Carlo: the initial rate of ``E[E_beta]`` under exact layers (``initial_rate_paths``)
-    N tokens at X; per path the field at the tokens is drawn with the engine's sampler
-    (``fields.sample_field``, per-path seeds from ``numeric.rng``), the same standard normals
-    for every step ``delta_k = delta / 2^k`` (k = 0, 1, 2: shared noise) and for ``+-G``
-    (antithetic: the per-path statistic is even in s, so its fluctuations are O(1), not
-    O(1/s)).  ``A_k = (E(X'_+) + E(X'_-) - 2 E(X)) / (2 delta_k E(X))`` has mean
-    ``r + c_1 delta_k + c_2 delta_k^2 + O(delta^3)``; the Richardson combination
-    ``(8 A_2 - 6 A_1 + A_0) / 3`` removes the c_1 and c_2 terms, so the time-step bias is
-    O(delta^3) instead of an allowance (``default_delta``: 1e-3 over the expansion's scale
-    (k0 (d+1) + |V|)(1 + beta), a relative bias far below 1e-6).  With
-    attention on, ``y = Pi(x + delta_k A(x))`` (``attention.half_step``) precedes the noise.
-    For two tokens ``rate_estimate`` subtracts control variates (Z^2 - 1 and Z_0 Z_1 of the
-    path's own standard normals, mean 0 under any model) with coefficients fitted on the other
-    half of the paths: unbiased, and the variance drops ~2.5x (edge), ~16x (rho = 0) and to
-    ~1e-7 relative (rho = -1, where the statistic is a quadratic form in those normals).
+The constructions, their error terms and measured variance reductions are in docs/numerics.md,
+section "Layer rates".
 """
 from __future__ import annotations
 
