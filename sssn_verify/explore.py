@@ -1,27 +1,13 @@
-"""Hypothesis as a search engine over the parameter domain (issue 13).
+"""Hypothesis as a search engine over the parameter domain (issue 13); data only, no rendering.
 
 ``find(statement, assume=...)`` looks for a counterexample to a statement about the regime
 quantities of one parameter set (``lambda1``, ``lambda_bar``, ``k0``, ``k1``, ``c_att``,
 ``d``, ``sigma_w``, ``sigma_b``, ``sigma_a``, ``beta``), e.g. ``"lambda_bar < 0"`` under
-``"d > 3"``.  Statements go through the one safe parser (:mod:`sssn_verify.expr`).
-
-The search is a hypothesis test: parameters are drawn from the domain (``DEFAULT_DOMAIN``,
-narrowed by simple bounds of the assumption such as ``d > 3``), ``target()`` pushes it toward
-the parameters where the statement holds by the smallest relative margin, and the first
-counterexample is *shrunk* by hypothesis to a minimal one (smallest ``d``, simplest sigmas,
-earliest activation).  It is reproducible from ``seed`` (hypothesis ``@seed``, no database).
-
-Numerical error is never mistaken for a counterexample.  Every quantity carries its stated
-error: ``k0``, ``k1``: the kernel bridge's ``error_bound`` (closed form: rounding; quadrature:
-measured fine-vs-coarse difference); ``lambda1``: that error propagated through
-((d-3) k1 - (d-1) k0)/2; ``lambda_bar`` (a numerical supremum over rho):
-``LAMBDA_BAR_ABS_ERR + LAMBDA_BAR_REL_ERR |lambda_bar|`` plus the kernel error propagated
-through the edge value ((d-1) k1 - (d-3) k0); the parameters are exact.  Each comparison
-``lhs OP rhs`` is judged three-valued on ``g = lhs - rhs`` with the first-order error bound
-``sum_q |dg/dq| err_q`` (doubled, plus rounding): it is *true* or *false* only when it is so
-for every g in that interval, otherwise *undetermined*.  A counterexample is a parameter set
-where the assumption is true and the statement false in this sense; undetermined examples
-are counted and reported, never counted as counterexamples.
+``"d > 3"``, parsed by :mod:`sssn_verify.expr`; every quantity carries its stated error and a
+comparison is judged three-valued, so numerical error is never a counterexample.
+``explore_suite`` screens, confirms and shrinks each claim over its declared domain
+(``verify --explore``); ``report.write_report(..., exploration=...)`` renders the result.
+The search, the error model and the judging are in docs/numerics.md, section "Search".
 """
 from __future__ import annotations
 
