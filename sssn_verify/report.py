@@ -105,6 +105,28 @@ def claim_power(r) -> float | None:
     return min(known) if known else None
 
 
+def process_seconds() -> float | None:
+    """Wall seconds since this process started (start-up included; from /proc, None elsewhere)."""
+    try:
+        stat = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        start = float(stat[19]) / os.sysconf("SC_CLK_TCK")
+        return max(0.0, float(Path("/proc/uptime").read_text().split()[0]) - start)
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def timing_rows(suite, exploration=None, report_seconds: float | None = None) -> list[tuple[str, float | None]]:
+    """(part, seconds) of the whole command: start-up and other, claims, exploration, report, and
+    the total wall time (None where unknown)."""
+    wall = process_seconds()
+    explore = sum(e.seconds for e in exploration.explorations) if exploration is not None else 0.0
+    known = suite.seconds + explore + (report_seconds or 0.0)
+    rest = None if wall is None else max(0.0, wall - known)
+    return [("start-up, imports, compilation and other", rest), ("claims", suite.seconds),
+            ("exploration", explore if exploration is not None else None), ("report (figures, files)", report_seconds),
+            ("total (wall time of the command)", wall)]
+
+
 def _kind(r) -> str:
     return getattr(r, "derived_kind", "sympy") or "sympy"
 
@@ -126,8 +148,10 @@ def table(suite) -> str:
             lines.append("  ".join("-" * w for w in widths))
     n_pass = sum(r.passed for r in suite.results)
     lines.append("")
-    lines.append(f"{n_pass}/{len(suite.results)} claims passed in {suite.seconds:.1f}s "
-                 f"(mode {suite.mode}, seed {suite.seed})")
+    wall = process_seconds()
+    lines.append(f"{n_pass}/{len(suite.results)} claims passed in {suite.seconds:.1f}s of claims"
+                 + ("" if wall is None else f", {wall:.1f}s wall time so far (start-up included)")
+                 + f" (mode {suite.mode}, seed {suite.seed})")
     lines.append(suite.familywise_text)
     lines.append("detects: the smallest relative error of the formula that one of the claim's checks rejects "
                  "(probability 0.9 at its level; surely for deterministic checks)")
@@ -243,6 +267,8 @@ def write_report(suite, directory: str | os.PathLike, *, figures: bool = True,
     (:func:`exploration_figures`, unless already drawn), its section to report.md and report.html
     and its data to report.json.
     """
+    import time
+    started = time.perf_counter()
     out = check_report_dir(directory)
     figs: dict[str, list[dict[str, str]]] = {}
     summary = None
@@ -258,7 +284,9 @@ def write_report(suite, directory: str | os.PathLike, *, figures: bool = True,
                              "html": str(out / "report.html")}
     write_atomic(out / "report.json", json.dumps(data, indent=2, allow_nan=False) + "\n")
     write_atomic(out / "report.md", markdown(suite, figs, data=data, exploration=exploration))
-    write_atomic(out / "report.html", html_report(suite, figs, images, data=data, exploration=exploration))
+    timing = timing_rows(suite, exploration, time.perf_counter() - started)
+    write_atomic(out / "report.html", html_report(suite, figs, images, data=data, exploration=exploration,
+                                                  timing=timing))
     if figures:
         paths["figures"] = sorted(str(out / f["png"]) for v in figs.values() for f in v)
         paths["figures_pdf"] = sorted(str(out / f["pdf"]) for v in figs.values() for f in v)
@@ -284,7 +312,7 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
         commit += " (with uncommitted changes)"
     lines = [f"# sssn_verify report ({suite.mode} mode, seed {suite.seed})", "",
              f"**Verdict: {'all claims passed' if suite.passed else 'SOME CLAIMS FAILED'}** "
-             f"in {suite.seconds:.1f} s.", "", suite.familywise_text + ".", "",
+             f"in {suite.seconds:.1f} s of claims.", "", suite.familywise_text + ".", "",
              "## Provenance", "",
              f"sssn_verify {prov['version']}, git commit {commit}; Python {prov['python']} on "
              f"{prov['platform']}; numba threads {prov['numba_threads']['in_use']} "
@@ -442,6 +470,11 @@ def exploration_worth_showing(res) -> bool:
     return res is not None and any(len(e.examples) >= MIN_EXPLORATION_POINTS for e in res.explorations)
 
 
+def _wall_text(timing) -> str:
+    total = dict(timing or []).get("total (wall time of the command)")
+    return "" if total is None else f" in {total:.1f} s (wall time of the whole command; split below)"
+
+
 def _verdict_html(ok: bool) -> str:
     return '<span class="pass">PASS</span>' if ok else '<span class="fail">FAIL</span>'
 
@@ -453,7 +486,7 @@ def _img(png: bytes | None, alt: str) -> str:
 
 
 def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, bytes] | None = None, *,
-                data: dict | None = None, exploration=None) -> str:
+                data: dict | None = None, exploration=None, timing=None) -> str:
     """The report as one HTML file (inline CSS, figures embedded as base64 PNG)."""
     figs, images = figs or {}, images or {}
     data = data or report_data(suite, figs)
@@ -463,8 +496,12 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
                     f"<style>{_CSS}</style></head><body>",
                     f"<h1>sssn_verify report ({_e(suite.mode)} mode, seed {_e(suite.seed)})</h1>",
                     f"<p><strong>Verdict: {'all claims passed' if suite.passed else 'SOME CLAIMS FAILED'}"
-                    f"</strong> in {suite.seconds:.1f} s. {_e(suite.familywise_text)}.</p>",
-                    "<h2>Provenance</h2><dl>"]
+                    f"</strong>{_wall_text(timing)}. {_e(suite.familywise_text)}.</p>"]
+    if timing:
+        h.append('<table class="kv"><caption>Time</caption><tr><th>part</th><th>seconds</th></tr>'
+                 + "".join(f"<tr><td>{_e(k)}</td><td>{'-' if v is None else f'{v:.1f}'}</td></tr>" for k, v in timing)
+                 + "</table>")
+    h.append("<h2>Provenance</h2><dl>")
     git = prov["git"]
     rows = [("package", f"sssn_verify {prov['version']}"),
             ("git commit", (git["commit"] or "unknown (not a git work tree)")

@@ -312,3 +312,14 @@ def test_exploration_section_only_with_enough_points():
     many = SimpleNamespace(explorations=[SimpleNamespace(examples=[{}] * MIN_EXPLORATION_POINTS)])
     assert not exploration_worth_showing(few) and exploration_worth_showing(many)
     assert not exploration_worth_showing(None) and MIN_EXPLORATION_POINTS == 8
+
+
+def test_reported_time_is_the_wall_time_of_the_command_with_its_split(real_page):
+    from sssn_verify.report import process_seconds, timing_rows
+    page, _ = real_page
+    assert "wall time of the whole command; split below" in page and "<caption>Time</caption>" in page
+    rows = dict(timing_rows(real_claims_suite()))
+    wall = process_seconds()
+    assert wall is not None and rows["total (wall time of the command)"] >= rows["claims"]
+    assert rows["start-up, imports, compilation and other"] >= 0 and rows["exploration"] is None
+    assert "s wall time so far" in table(real_claims_suite())
