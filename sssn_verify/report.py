@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .escape import html as _escape_html
+from .escape import markdown as _escape_md
 from .outputs import check_folder, write_atomic
 from .errors import OutputError
 from .stats import CheckResult, _jsonable
@@ -317,7 +318,7 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
              f"sssn_verify {prov['version']}, git commit {commit}; Python {prov['python']} on "
              f"{prov['platform']}; numba threads {prov['numba_threads']['in_use']} "
              f"(configured {prov['numba_threads']['configured']}); {prov['date']}.", "",
-             f"Command line: `{prov['command_line']}`", "",
+             f"Command line: {_escape_md(prov['command_line'])}", "",          # user text: escaped, no code span
              "Libraries: " + ", ".join(f"{k} {v}" for k, v in prov["libraries"].items() if v) + ".", "",
              f"Report format: schema version {data['schema_version']} (`docs/report.schema.json`).", ""]
     if data.get("summary_figure"):

@@ -323,3 +323,15 @@ def test_reported_time_is_the_wall_time_of_the_command_with_its_split(real_page)
     assert wall is not None and rows["total (wall time of the command)"] >= rows["claims"]
     assert rows["start-up, imports, compilation and other"] >= 0 and rows["exploration"] is None
     assert "s wall time so far" in table(real_claims_suite())
+
+
+def test_user_text_in_report_md_and_html_is_escaped():
+    from sssn_verify.report import html_report
+    suite = fake_suite()
+    hostile = ["sssn-verify", "verify", "--report", "d`<script>alert(1)</script>`|x $\\input{/etc/passwd}$"]
+    data = report_data(suite, command=hostile)
+    md = markdown(suite, data=data)
+    line = next(x for x in md.splitlines() if x.startswith("Command line:"))
+    assert "<script>" not in line and "`" not in line.replace("\\`", "") and "\\<script\\>" in line
+    page = html_report(suite, data=data)
+    assert "<script>" not in page and "&lt;script&gt;" in page
