@@ -1,43 +1,14 @@
 """The one per-path driver of the engine and the compiler that binds it to a model.
 
-A model (``numeric.models``) declares numba functions with fixed names and signatures:
-
-    work(n, d, consts)                          -> tuple of the model's buffers
-    evaluate(X, E, h, att, aw)                  -> status; E = where the noise is evaluated
-    noise(st, E, consts, w, W, rtol)            -> status; W = the noise at the rows of E
-                                                   (the driver scales it by sqrt(h))
-    advance(X, E, W, h, consts, att, aw, w)     -> status; X <- the next layer from the
-                                                   increment W (in place; W is scratch)
-    tangent_work(d, k, consts)                  -> tuple of buffers of the tangent step
-    tangent_step(st, x, V, h, consts, att, tw, rtol) -> status; (x, V) <- the layer's map
-                                                   and its Jacobian on the k rows of V,
-                                                   before the radial projection
-
-(the coupled model's ``noise`` receives all systems at once: E and W of shape (R, N, d);
-``consts`` is the model's namedtuple of numeric constants, ``att`` the
-:class:`~sssn_verify.numeric.attention.Attention` operands, ``aw`` their buffers, ``st``
-the path's generator state).  This module owns everything around them: buffers,
-recording of energies and trajectories, the projection, Benettin's QR renormalisation and
-the status/blow-up codes; ``status[p] = (code, layer)`` is written instead of raising (the
-engine raises).  Four drivers cover every entry point:
-
-* :func:`simulate_path`: one path of N tokens, E_0 and E_beta recorded after every layer;
-* :func:`tangent_path`: one token and k tangent vectors, re-orthonormalised by modified
-  Gram-Schmidt (a QR decomposition) after every layer; ``logs[p, l, a]`` is the
-  accumulated log of the a-th diagonal entry of R (k = 1: the log-growth of |v|);
-* :func:`coupled_path`: R systems (widths and m = infinity) on one noise, each with its own
-  tokens (``numeric.models.coupled``), E_0 per system and the max deviations from the last;
-* :func:`ladder_path`: refinement levels coupled on one Brownian field (models whose noise
-  is the Gaussian field, ``Model.field``): level 0 is the reference (``ref_*``), the others
-  the coarse model (``lvl_*``); see ``numeric.models.sde``.
-
-:func:`compiled` copies a driver's source, with the model's functions (and the activation's
-``phi``/``dphi``) bound as globals, into a small generated module next to a ``prange``
-wrapper over paths.  Passing functions as *arguments* would defeat numba's on-disk cache
-(their type embeds a memory address); the generated module's name hashes its text and the
-sources of the engine's numeric modules, so a stale cache is never used; it is written and
-loaded through ``bridge.load_module`` (the one loader: atomic, executed from the freshly
-generated text, numba's cache folder checked first) into a private folder.
+A model (``numeric.models``) declares numba functions with fixed names and signatures (``work``,
+``evaluate``, ``noise``, ``advance``, ``tangent_work``, ``tangent_step``); this module owns
+everything around them: buffers, recording of energies and trajectories, the projection,
+Benettin's QR renormalisation and the status/blow-up codes (written, never raised).  Four
+drivers: :func:`simulate_path`, :func:`tangent_path`, :func:`coupled_path`, :func:`ladder_path`.
+:func:`compiled` copies a driver's source with the model's functions bound as globals into a
+generated module (numba's on-disk cache cannot key functions passed as arguments), loaded
+through ``bridge.load_module``.  The model interface and the drivers at length:
+docs/numerics.md, section "The driver and the model interface".
 """
 from __future__ import annotations
 

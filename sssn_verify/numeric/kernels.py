@@ -1,38 +1,14 @@
 """Fast numeric kernels: K(rho) from the derived closed form (through ``sssn_verify.bridge``) or quadrature.
 
-``kernel(activation, sigma_w, sigma_b, sigma_a)`` returns a cached :class:`KernelFunction`
-for K(rho) = sigma_a^2 E[phi(U) phi(V)] (docs/mathematics.md, section 2) with
-
-* ``k0 = K(1)``, ``k1 = K'(1)`` (``inf`` when phi jumps), ``method`` ("closed form" when
-  ``sssn_verify.symbolic.kernel`` derives one, else "quadrature"), ``error_bound``
-  (measured abs error of ``value``, see below);
-* ``value(rho)`` (vectorised K) and ``gap(u) = k0 - K(1 - u)`` computed *stably* for tiny u;
-* ``table``: a float64 array read by the njit functions ``table_kernel(table, rho)``,
-  ``table_gap(table, u)`` and ``table_kernel_matrix(table, gram)`` in O(1) inside numba code.
-
-The table is a Chebyshev interpolant in theta = arccos(rho) in [0, pi] of
-
-    h(theta) = (k0 - K(cos theta)) / w(u),   u = 1 - cos theta = 2 sin^2(theta/2),
-
-with w(u) = u for continuous phi (h(0) = k1) and w(u) = sqrt(u) for phi with a jump.  h is
-smooth in theta for every activation here (ReLU's (1-r)^{3/2} and the step's sqrt(1-r) become
-powers of sin(theta/2)), so gap(u) = w(u) h(theta(u)) keeps its *relative* accuracy as u -> 0
-(no cancellation in k0 - K).  theta(u) = 2 asin(sqrt(u/2)) is computed from u directly.
-
-Node values of h come from
-* the sympy closed form evaluated with mpmath at 40 digits (method "closed form"), or
-* deterministic quadrature (method "quadrature") of gap = (sigma_a^2/2) E[(phi(U) - phi(V))^2]
-  in polar coordinates Z1 = R cos t, Z2 = R sin t, r = cos(alpha): U = s R cos t,
-  V = s R cos(t - alpha).  Angular panels break where a kink of phi meets a ray (t = +-pi/2,
-  alpha +- pi/2, and alpha/2, alpha/2 + pi where the two kink lines cross), radial panels break
-  at R = kink/(s cos t), kink/(s cos(t - alpha)); composite Gauss-Legendre on each panel.
-  The sector of width alpha between the kink rays is integrated on its own, so the rule stays
-  exact-in-structure as rho -> +-1.  k0 = sigma_a^2 E[phi(sZ)^2] and
-  k1 = sigma_a^2 sigma_w^2 E[phi'(sZ)^2] by 1-D composite Gauss-Legendre split at the kinks.
-
-``error_bound`` is measured when the table is built: the largest difference between the table
-and an independent evaluation (mpmath closed form, or quadrature at a finer rule) at points
-between the interpolation nodes, plus the quadrature's own fine-vs-coarse difference.
+``kernel(activation, sigma_w, sigma_b, sigma_a)`` (or ``kernel(params)``) returns a cached
+:class:`KernelFunction` for K(rho) = sigma_a^2 E[phi(U) phi(V)] (docs/mathematics.md, section 2):
+``k0 = K(1)``, ``k1 = K'(1)`` (``inf`` when phi jumps), ``method`` ("closed form" or
+"quadrature"), ``error_bound`` (measured), ``value(rho)``, the stable ``gap(u) = k0 - K(1 - u)``
+and ``table``, read in O(1) inside numba by ``table_kernel``, ``table_gap``, ``table_kernel_matrix``.
+The table is a Chebyshev interpolant in theta = arccos(rho) of (k0 - K(cos theta)) / w(u), so the
+gap keeps its relative accuracy as u -> 0; its nodes come from the closed form at 40 digits or
+from panelled Gauss-Legendre quadrature.  The construction and the error bound are in
+docs/numerics.md, section "Kernels".
 """
 from __future__ import annotations
 

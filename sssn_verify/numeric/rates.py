@@ -1,28 +1,13 @@
-"""Fast numerics for the synchronization rates (docs/mathematics.md, section 5).
+"""Fast numerics for the synchronization rates (docs/mathematics.md, section 5), on plain numbers.
 
-Everything here is a sympy result of ``symbolic/two_point``, ``lyapunov`` and
-``dissipation``, evaluated through the one bridge (``sssn_verify.bridge``) and fed with K
-from the numeric kernel (``numeric.kernels``):
-
-* ``lambda1(d, k0, k1) = ((d-3) k1 - (d-1) k0)/2`` (k1 = inf: +inf for d > 3, -inf for
-  d = 2, nan (undetermined) for d = 3);
-* ``lambda_bar(activation, d, sw, sb, sa, beta) -> (value, argmax_rho)``:
-  ``sup_{rho in [-1,1)} L2 f / f``, evaluated in the stable form
-  ``L2 f/f = -e^{-beta u} (N/u)(u, q) / h(u)``, ``u = 1 - rho``, ``q = gap(u)/u``,
-  ``h(u) = -expm1(-beta u)/(beta u)`` (1 at beta = 0, and wherever beta u underflows to 0,
-  e.g. a subnormal beta), so there is no cancellation near
-  rho = 1; the edge limit (u -> 0) is ``-(N/u)(0, k1) = (d-1) k1 - (d-3) k0``.  The sup is
-  taken over a dense grid (geometric in u near the edge, uniform elsewhere, rho = -1
-  included) plus the edge limit, then refined by nested grids (33 points, the bracket
-  shrinking 16x per pass down to 1e-13 + 1e-10 u) around the best grid point.  When the edge limit is the sup, ``argmax_rho = 1.0`` (a limit, not
-  attained).  For very large beta (beyond ~700) the interior values underflow: lambda_bar is
-  then reported as -0.0 (negative, but below double precision) and its argmax is arbitrary;
-* ``near_sync_rate(d, k0, k1, V) = lambda_edge - 2 lambda_min((V+V^T)/2)``: a lower bound
-  on any uniform decay rate (the rate near synchronization in the worst direction);
-* ``c_att(beta, Q, K, V)``: 0 for energy-lowering attention (every head has V_h = 0, or
-  V_h = v_h I, v_h >= 0 with Q_h^T K_h = I or beta = 0), else ``2 ||V||_2 (1 + beta ||K^T Q||_2)``
-  for one head and ``2 (sum_h ||V_h|| + beta sum_h ||V_h|| ||K_h^T Q_h||)`` for H heads
-  (Q, K, V of shape (d, d) or (H, d, d)).
+Everything here is a sympy result of ``symbolic/two_point``, ``lyapunov`` and ``dissipation``,
+evaluated through the one bridge (``sssn_verify.bridge``) and fed with K from ``numeric.kernels``:
+``lambda1(d, k0, k1)``, ``lambda_bar(activation, d, sw, sb, sa, beta) -> (value, argmax_rho)``
+(the sup of L2 f / f in a stable form without cancellation near rho = 1, over a dense grid plus
+the edge limit, refined by nested grids), ``near_sync_rate`` (a lower bound on any uniform
+decay rate), ``c_att`` / ``c_att_general`` for one or H heads.  The public, model-level
+functions (``sv.lambda1(params)``, ...) are in ``sssn_verify.regime``.  The stable forms, the
+grids and the limits: docs/numerics.md, section "Rates".
 """
 from __future__ import annotations
 

@@ -1,33 +1,14 @@
 """The width coupling (docs/mathematics.md, section 8): finite widths m_1 < .. < m_K and m = infinity
 on one noise, so that E max_l |X^{l,m} - X^{l,inf}|^2 is measurable (Theorem 1.1's 1/m part).
 
-Every system r (a width, or m = inf) carries its own N tokens and runs the layer of its model,
-
-    y_i = Pi(x_i + h A_i(X)),   x_i' = Pi(y_i + sqrt(h) F_r(y_i)),
-
-with the *same* attention (operands and code) in every system.  The noise of one layer:
-
-* hidden units, nested: unit k has weights w_k (d) and bias b_k drawn unit after unit, and the
-  width-m system uses units 1..m (its pre-activations ``sw <w_k, y_i> + sb b_k`` at its own
-  tokens), so width m_1 < m_2 share their first m_1 units;
-* one standard normal xi (N, d) for all systems.  Given the hidden rows Phi (m x N), the
-  width-m output is exactly N(0, Khat_m (x) I_d), Khat_m = (sa^2/m) Phi^T Phi (the output
-  weights are Gaussian), so it is drawn as F = Khat_m^{1/2} xi; the m = inf output is
-  G = K^{1/2} xi with K = K(<y_i, y_j>) at the m = inf system's tokens (exactly the Gaussian
-  transformer's law).
-
-The roots are taken in the near-coincidence basis of ``numeric.fields`` (root token and
-differences along a nearest-neighbour tree, built once per layer on the m = inf system's
-points and shared by all systems, so all systems use the same basis): the covariance of
-(root, edges) is Gram-of-differences for Khat_m (``edge_rows``) and the gap form
-``fields.tree_field_cov`` for K; its root is ``fields.graded_sqrt`` (diagonal scale times the
-symmetric PSD root of the correlation matrix: order-free and continuous in the covariance,
-exact for differences 1e-12 apart); the draws are summed back along the tree.  Each system's
-law is exactly that of its model (finite-width transformer of width m, Gaussian transformer);
-only the joint law is new.
-
-The reference of the deviations is the last system (m = inf when requested, else the widest).
-Driver: ``numeric.driver.coupled_path``; entry point ``engine.simulate_coupled``.
+Every system (a width, or m = inf) carries its own N tokens and runs its model's layer with the
+same attention; the hidden units are nested (width m uses units 1..m) and one standard normal xi
+drives all outputs, F = Khat_m^{1/2} xi and G = K^{1/2} xi, with the roots taken in the
+near-coincidence tree basis of ``numeric.fields`` (``edge_rows``, ``tree_field_cov``,
+``graded_sqrt``).  Each system's law is exactly its model's; only the joint law is new.  The
+reference of the deviations is the last system.  Driver: ``numeric.driver.coupled_path``; entry
+point ``engine.simulate_coupled``.  The construction at length: docs/numerics.md, section
+"The width coupling".
 """
 from __future__ import annotations
 
