@@ -1,25 +1,13 @@
 """Statistics the claims are judged by: intervals, tests, slope fits, multiple testing.
 
-Every numeric check of the toolkit ends in a :class:`CheckResult`: an estimate,
-its standard error and confidence interval, the value the derivation predicts,
-the test's level, sample size and seed, and a p-value for the null hypothesis
-"the derived formula is right" (within a stated tolerance).  The suite then
-controls the family-wise false-alarm probability over all checks it ran with
-Holm's step-down procedure (:func:`holm`), reporting the Bonferroni bound too.
-
-Power: every check states the smallest *relative* error of the expected value it detects,
-``min_detectable``: for a test at level ``1 - alpha`` with standard error ``se`` and tolerance
-``tol``, ``(tol + (z_{1-alpha/2} + z_{POWER}) se) / |expected|`` (``z_{1-alpha}`` one-sided):
-an error of that size is rejected with probability ``POWER`` (0.9); for a deterministic check
-``tol / |expected|`` (rejected surely beyond it).  :func:`min_detectable` computes it;
-``CheckResult.power`` records the probability it refers to.
-
-Tolerance policy (:func:`agreement_test`): the null hypothesis is the interval
-``|E[estimate] - expected| <= tol`` with ``tol = abs_tol + rel_tol |expected|``,
-the allowance for a known deterministic bias (time step, quadrature); the
-p-value is computed on the excess ``max(0, |diff| - tol)`` only, so a right
-formula with a bias below ``tol`` passes with probability >= 1 - level, and a
-wrong one fails as soon as it is off by more than ``tol`` plus a few stderrs.
+Every numeric check of the toolkit ends in a :class:`CheckResult`: an estimate, its standard
+error and confidence interval, the value the derivation predicts, the test's level, sample size
+and seed, a p-value for "the derived formula is right" (within a stated tolerance, the
+allowance for a known deterministic bias: :func:`agreement_test`) and its power
+(``min_detectable``: the smallest relative error rejected with probability ``POWER`` = 0.9).  The
+suite controls the family-wise false-alarm probability with Holm's step-down procedure
+(:func:`holm`), reporting the Bonferroni bound too.  The power formula and the tolerance policy
+at length: docs/numerics.md, section "Statistics".
 """
 from __future__ import annotations
 

@@ -119,7 +119,7 @@ def test_no_claim_imports_another_claim():
 
 MOVED_TO_DOCS = {"numeric.fields": "Fields", "numeric.kernels": "Kernels", "numeric.driver": "The driver and the model interface",
                  "numeric.rates": "Rates", "numeric.layer_rates": "Layer rates", "numeric.models.coupled": "The width coupling",
-                 "explore": "Search"}
+                 "numeric.models.sde": "The limiting SDE", "explore": "Search", "stats": "Statistics"}
 
 
 def test_long_module_docstrings_live_in_docs():

@@ -2,21 +2,11 @@
 
     dX_i = [P_{X_i} A_i(X) + c(X_i)] dt + P_{X_i} W(dt, X_i),   c(x) = -((d-1) k0 / 2) x,
 
-``E[W(t,x) W(s,y)^T] = min(t,s) K(<x,y>) I_d``.  One step of size h:
-
-    X_i' = Pi(X_i + h (P_{X_i} A_i(X) + c(X_i)) + P_{X_i} dW_i),
-
-with ``dW`` the field increment over the step sampled jointly at the N tokens (the Gaussian
-transformer's ``noise``: covariance ``h K(<x_i, x_j>) I_d``).  The Ito drift c compensates
-the radial push of the noise (``E|X + ...|^2 = 1 + O(h^2)``); the projection puts the tokens
-back on the sphere exactly.  The noise is evaluated at X itself (``evaluate``), which is
-what lets ``driver.ladder_path`` couple SDE levels, and Gaussian-transformer levels, on one
-Brownian field.
-
-Tangent step (one token, A(x) = V x summed over heads, k tangent vectors v_a): the Jacobian
-of ``x' = Pi(x + h b(x) + P_x w)``, ``b(x) = V x - <x, V x> x - ((d-1) k0 / 2) x``, with
-``w ~ N(0, k0 h I)`` and ``Dw[v_a]`` jointly ``N(0, k1 h <v_a, v_b> I)`` independent of w:
-``dz_a = v_a + h Db[v_a] - (v_a <x, w> + x <v_a, w>) + P_x Dw[v_a]``.
+``E[W(t,x) W(s,y)^T] = min(t,s) K(<x,y>) I_d``; one step ``X_i' = Pi(X_i + h (P_{X_i} A_i(X) +
+c(X_i)) + P_{X_i} dW_i)`` with the field increment sampled jointly at the N tokens (the Gaussian
+transformer's ``noise``), evaluated at X itself, which lets ``driver.ladder_path`` couple SDE
+and Gaussian-transformer levels on one Brownian field.  The step, the Ito drift's role and the
+tangent step (its Jacobian on k vectors): docs/numerics.md, section "The limiting SDE".
 """
 from __future__ import annotations
 
