@@ -155,8 +155,12 @@ class Activation:
                 if not np.all(np.isfinite(near)):
                     return f"{what} is not a real number at u = {x:.4g} (phi must be real on the whole line)"
                 isolated.append(float(x))
-            for u0 in _singular_points(f_expr) + isolated + [float(x) for x in grid[np.isinf(vals)]]:
-                p = _local_power(f, u0)
+            poles = _singular_points(f_expr) + isolated       # where a blow-up is expected
+            for u0 in poles + [float(x) for x in grid[np.isinf(vals)]]:
+                p = _local_power(f, u0, pole=u0 in poles)
+                if p == math.inf:
+                    return (f"{what} exceeds the double range (1e308) near u = {u0:.4g}, so {const} "
+                            "infinite or beyond the double range")
                 if p >= 0.95:
                     extra = "" if what == "phi(u)" else " (among activations with infinite k1 only jumps are supported)"
                     return (f"{what}^2 behaves like |u - u0|^-{p:.2g} near u0 = {u0:.4g}, "
@@ -175,31 +179,36 @@ class Activation:
         """Why E phi(sZ)^2 or E phi'(sZ)^2 (Z standard normal) cannot be computed, or None:
         infinite (phi grows like exp(c u^2) with c >= 1/(2 s^2)), or with non-negligible
         Gaussian mass beyond |z| = Z_WINDOW, where the quadrature stops (e.g. exp(u), s = 30)."""
-        import mpmath as mp
+        from .magnitude import LOG_MAX, log_magnitude
         if not s > 0:
             return None
+
+        def h(f_expr, z):
+            """log(f(s z)^2) - z^2/2 by log-magnitude analysis (bounded: no value is formed, so
+            exp(exp(u)) at z = 1e8 costs what exp(u) does); +inf where f is undefined."""
+            sign, L = log_magnitude(f_expr, {"u": s * np.asarray(z, dtype=float)})
+            with np.errstate(all="ignore"):
+                out = np.where(sign == 0, -np.inf, 2.0 * L - np.asarray(z, dtype=float) ** 2 / 2)
+            return np.where(np.isnan(sign), np.inf, out)
+
         for f_expr, what in ((self.expr, "phi"), (self.derivative_ae, "phi'")):
             if not f_expr.has(u):
                 continue
-            f = bridge.compile_expression((u,), f_expr, "mpmath")
-            with mp.workdps(30):
-                def h(z):
-                    try:
-                        v = mp.mpf(mp.re(f(mp.mpf(s) * z)))
-                    except (ValueError, ZeroDivisionError, OverflowError, TypeError):
-                        return mp.inf
-                    return (mp.log(v * v) if v != 0 else -mp.inf) - z * z / 2
-                inside = max(h(mp.mpf(z)) for z in np.linspace(-Z_WINDOW, Z_WINDOW, 201))
-                if inside == -mp.inf:
-                    continue
-                far = max(h(mp.mpf(z)) for z in (-1e8, 1e8))
-                edge = max(h(mp.mpf(z)) for z in (-2 * Z_WINDOW, -1.5 * Z_WINDOW, 1.5 * Z_WINDOW, 2 * Z_WINDOW))
-                if far > inside:
-                    return (f"E {what}(U)^2 is infinite for U ~ N(0, {s:.4g}^2): {what} grows too fast "
-                            f"(like exp(c u^2) with c >= 1/(2 sigma^2)); lower sigma_w, sigma_b")
-                if edge > inside - 35:
-                    return (f"E {what}(U)^2 for U ~ N(0, {s:.4g}^2) has non-negligible Gaussian mass beyond "
-                            f"|U| = {Z_WINDOW:g} sigma, outside the computable range; lower sigma_w, sigma_b")
+            inside = float(np.max(h(f_expr, np.linspace(-Z_WINDOW, Z_WINDOW, 201))))
+            if inside == -np.inf:
+                continue
+            far = float(np.max(h(f_expr, [-1e8, 1e8])))
+            overflow = inside > LOG_MAX - 1.0   # f^2 exp(-z^2/2) beyond the double range in the window
+            edge = float(np.max(h(f_expr, [-2 * Z_WINDOW, -1.5 * Z_WINDOW, 1.5 * Z_WINDOW, 2 * Z_WINDOW])))
+            if far > inside:
+                return (f"E {what}(U)^2 is infinite for U ~ N(0, {s:.4g}^2): {what} grows too fast "
+                        f"(like exp(c u^2) with c >= 1/(2 sigma^2)); lower sigma_w, sigma_b")
+            if overflow:
+                return (f"E {what}(U)^2 for U ~ N(0, {s:.4g}^2) cannot be computed: {what}(U)^2 e^(-U^2/(2 sigma^2)) "
+                        f"exceeds 1e308 within |U| <= {Z_WINDOW:g} sigma; lower sigma_w, sigma_b")
+            if edge > inside - 35:
+                return (f"E {what}(U)^2 for U ~ N(0, {s:.4g}^2) has non-negligible Gaussian mass beyond "
+                        f"|U| = {Z_WINDOW:g} sigma, outside the computable range; lower sigma_w, sigma_b")
         return None
 
     def check_moments(self, s: float) -> None:
@@ -282,12 +291,16 @@ def _singular_points(expr: sp.Expr) -> list:
     return out
 
 
-def _local_power(f, u0: float) -> float:
-    """p with f(u)^2 ~ |u - u0|^-p as u -> u0 (the larger of the two sides; 0 if bounded)."""
+def _local_power(f, u0: float, pole: bool = False) -> float:
+    """p with f(u)^2 ~ |u - u0|^-p as u -> u0 (the larger of the two sides; 0 if bounded); at an
+    expected `pole` (a zero of a denominator, a log argument), inf if f^2 overflows 1e-4 away."""
     best = 0.0
     for side in (1.0, -1.0):
         with np.errstate(all="ignore"):
-            a, b = (float(f(u0 + side * h)) ** 2 for h in (1e-4, 1e-7))
+            a, b = (float(f(u0 + side * h)) for h in (1e-4, 1e-7))
+            a, b = a * a, b * b            # (not **: a float power raises OverflowError)
+        if a == math.inf and pole:     # beyond the double range 1e-4 from a pole: it blows up
+            return math.inf
         if not (math.isfinite(a) and a > 0):
             continue
         if not math.isfinite(b):

@@ -105,6 +105,10 @@ def _claim(name: str):
     return CLAIMS[names[name]]
 
 
+#: sympy evaluates a candidate (17 digits) only if no subexpression exceeds e^this in size
+_EXACT_MAGNITUDE = 1e4
+
+
 @dataclass(frozen=True)
 class Candidate:
     """A parsed candidate: its canonical text (rebuilt from the parsed tree), sympy expression
@@ -115,10 +119,27 @@ class Candidate:
     expr: sp.Expr
 
     def value(self, values: dict[str, float]) -> float:
+        """The candidate at `values`: magnitudes are bounded first (log-magnitude analysis, no
+        evaluation), so a tower such as exp(exp(exp(exp(3)))) answers at once; an infinite or
+        undefined candidate is bad input naming the point, never a nan."""
+        from .magnitude import LOG_MAX, log_magnitude, max_log_magnitude
+        names = {s.name for s in self.expr.free_symbols}
+        point = {k: float(values[k]) for k in names}
+        shown = ", ".join(f"{k} = {point[k]:.6g}" for k in sorted(point)) or "every point"
+        sign, L = (float(x) for x in log_magnitude(self.expr, point))
+        if math.isnan(sign):
+            raise CandidateError(f"candidate {self.text!r} is undefined (not a real number) at {shown}")
+        if sign != 0 and L > LOG_MAX:
+            raise CandidateError(f"candidate {self.text!r} is infinite (beyond 1e308 in absolute value) "
+                                 f"at {shown}")
+        if max_log_magnitude(self.expr, point) > _EXACT_MAGNITUDE:   # sympy's N would not end
+            return 0.0 if sign == 0 else math.copysign(math.exp(L), sign)
         subs = {s: values[s.name] for s in self.expr.free_symbols}
         val = complex(sp.N(self.expr.subs(subs), 17))
-        if abs(val.imag) > 1e-12 * max(1.0, abs(val.real)) or not math.isfinite(val.real):
-            raise CandidateError(f"candidate {self.text!r} is not a finite real number at {values}")
+        if not (math.isfinite(val.real) and math.isfinite(val.imag)):
+            raise CandidateError(f"candidate {self.text!r} is infinite or undefined at {shown}")
+        if abs(val.imag) > 1e-12 * max(1.0, abs(val.real)):
+            raise CandidateError(f"candidate {self.text!r} is not a real number at {shown}")
         return float(val.real)
 
 
@@ -145,7 +166,7 @@ class CheckOutcome:
     verdict: str                      # "consistent" or "rejected"
     estimate: float                   # the numerical evidence
     stderr: float
-    candidate_value: float
+    candidate_value: float | None   # None where the candidate is undefined (details["reason"])
     derived_value: float
     parameters: dict[str, Any]
     level: float
@@ -217,8 +238,9 @@ def _strategy(ranges: dict[str, Any], activation: str, *, sigma_grid: int | None
 
 
 def discrepancy(cc, cand: Candidate, point: dict[str, Any]) -> float | None:
-    """|candidate - derived| / error_scale at `point` (inf where the candidate is not a finite real
-    number); None where the claim's quantity does not exist (not admissible, derived not finite)."""
+    """|candidate - derived| / error_scale at `point`; None where the claim's quantity does not
+    exist (not admissible, derived not finite).  A candidate that is not a finite real number at
+    `point` raises CandidateError naming the point (the search counts it as infinitely far)."""
     from .errors import ParameterError
     try:
         if cc.admissible is not None and not cc.admissible(point):
@@ -229,11 +251,7 @@ def discrepancy(cc, cand: Candidate, point: dict[str, Any]) -> float | None:
     der = cc.derived(v | {"activation": point["activation"]})
     if not math.isfinite(der):
         return None
-    try:
-        c = cand.value(v)
-    except CandidateError:
-        return math.inf
-    return abs(c - der) / cc.error_scale(v, der)
+    return abs(cand.value(v) - der) / cc.error_scale(v, der)
 
 
 @dataclass
@@ -241,7 +259,7 @@ class _PointTest:
     point: dict[str, Any]
     result: Any                  # stats.CheckResult
     evidence: Any                # claims.base.Evidence
-    candidate_value: float
+    candidate_value: float | None
     derived_value: float
     seed: int
     reason: str | None = None
@@ -260,16 +278,21 @@ class _PointTest:
                 "pvalue": self.result.pvalue, "level": self.result.level, "rejected": self.rejected}
 
 
-def judge_point(claim, cand: Candidate, point: dict[str, Any], seed: int, level: float) -> _PointTest:
+def judge_point(claim, cand: Candidate, point: dict[str, Any], seed: int, level: float, *,
+                undefined_rejects: bool = False) -> _PointTest:
     """The claim's evidence at `point` against the candidate: a deterministic comparison within
-    the evidence's tolerance, or a z-test at `level` with its bias allowance; a candidate that is
-    not a finite real number where the quantity exists is rejected."""
+    the evidence's tolerance, or a z-test at `level` with its bias allowance.  A candidate that is
+    not a finite real number at `point` is bad input naming the point (CandidateError: the user
+    chose the point), or, with `undefined_rejects` (a point the search found), rejected there
+    with the reason (its value None, never a nan)."""
     cc = claim.candidate
     v = values_at(point)
     try:
         cand_value, undefined = cand.value(v), None
     except CandidateError as exc:
-        cand_value, undefined = math.nan, str(exc)
+        if not undefined_rejects:
+            raise
+        cand_value, undefined = None, str(exc)
     derived = cc.derived(v | {"activation": point["activation"]})
     ev = cc.evidence(point, seed, level)
     if undefined is not None:
@@ -321,7 +344,10 @@ def search(claim, cand: Candidate, activation: str, given: dict[str, Any], *, se
                 if state["shrink_evals"] >= max_shrink_evals:
                     return None                  # shrinking budget spent: treated as passing
                 state["shrink_evals"] += 1
-            scores[key] = discrepancy(cc, cand, point)
+            try:
+                scores[key] = discrepancy(cc, cand, point)
+            except CandidateError:               # undefined or infinite here: the largest discrepancy
+                scores[key] = math.inf
             order.append(key)
             points[key] = {"activation": point["activation"], **{a: point[a] for a in cc.axes}}
         return scores[key]
@@ -353,7 +379,8 @@ def search(claim, cand: Candidate, activation: str, given: dict[str, Any], *, se
         if state["screens"] >= state["cap"]:
             return False                         # evidence budget spent: treated as passing
         state["screens"] += 1
-        t = judge_point(claim, cand, points[key], _example_seed(seed, claim.name, key, "screen"), 1.0 - a)
+        t = judge_point(claim, cand, points[key], _example_seed(seed, claim.name, key, "screen"), 1.0 - a,
+                        undefined_rejects=True)
         if t.deterministic:
             state["cap"] = max(state["cap"], MAX_SCREENS_DETERMINISTIC)
         screens[key] = t
@@ -397,7 +424,8 @@ def search(claim, cand: Candidate, activation: str, given: dict[str, Any], *, se
         if t.deterministic:
             decided = t
             break
-        c = judge_point(claim, cand, points[key], _example_seed(seed, claim.name, key, "confirm"), 1.0 - a)
+        c = judge_point(claim, cand, points[key], _example_seed(seed, claim.name, key, "confirm"), 1.0 - a,
+                        undefined_rejects=True)
         confirmations.append(c.summary())
         if c.rejected:
             decided = c

@@ -80,7 +80,7 @@ def _atom_functions(atom: sp.Basic):
 def _atom(atom, values, errors):
     """(truth in {True, False, None}, signed relative margin by which the relation holds)."""
     g_fn, grad_fn = _atom_functions(atom)
-    args = [values[n] for n in QUANTITIES]
+    args = [np.float64(values[n]) for n in QUANTITIES]     # numpy scalars: k0/0 is inf, not ZeroDivisionError
     with np.errstate(all="ignore"):
         g = float(g_fn(*args))
         grad = np.asarray(grad_fn(*args), dtype=float).ravel()

@@ -19,7 +19,9 @@ Grammar (``allow_logic=False`` accepts only ``expr`` at the top)::
 ``FUNC`` is one of :data:`FUNCTIONS` (fixed arity, checked).  Limits: at most
 :data:`MAX_LENGTH` characters, nesting depth :data:`MAX_DEPTH`, :data:`MAX_NODES`
 nodes; a numeric exponent must satisfy ``|p| <= MAX_EXPONENT``, and an exact power
-of numbers may not exceed :data:`MAX_BITS` bits.  Anything else (strings, attributes,
+of numbers may not exceed :data:`MAX_BITS` bits, and a constant (``exp(exp(30.0))``) may not
+exceed 1e308 in size: magnitudes are bounded by :mod:`sssn_verify.magnitude` before sympy
+evaluates anything (sympy evaluates ``exp`` of a float on construction).  Anything else (strings, attributes,
 subscripts, lambdas, keyword arguments, complex literals, unknown names) is refused
 with :class:`~sssn_verify.errors.ExpressionError` naming the offending piece.
 """
@@ -301,12 +303,30 @@ def parse_tree(text: str, variables: Iterable[str], *, functions: Mapping[str, F
     return walker.top(tree.body)
 
 
+def _size(number: sp.Expr) -> float:
+    """|number| bounded without evaluating it (log-magnitude analysis: never sympy's N, which
+    hangs on 2**exp(exp(exp(exp(3))))); +inf beyond the double range or if undefined."""
+    from .magnitude import LOG_MAX, log_magnitude
+    try:
+        s, L = (float(x) for x in log_magnitude(number))
+    except TypeError:
+        return math.inf
+    if math.isnan(s) or L > LOG_MAX:
+        return math.inf
+    return 0.0 if s == 0 else math.exp(L)
+
+
+def _check_constant(unevaluated: sp.Expr, fail) -> None:
+    """Refuse a constant beyond the double range *before* sympy evaluates it (sympy evaluates
+    exp(exp(30.0)) on construction, with an exponent of 10^13 bits)."""
+    if unevaluated.is_number and not unevaluated.is_Atom and _size(unevaluated) == math.inf:
+        raise fail(f"the constant {sp.sstr(unevaluated)[:40]} is infinite, undefined or larger than "
+                   f"1e308 in absolute value")
+
+
 def _pow(base: sp.Expr, exp: sp.Expr, fail) -> sp.Expr:
     if exp.is_number:
-        try:
-            size = abs(complex(sp.N(exp, 15)))
-        except (TypeError, ValueError, OverflowError):
-            size = math.inf
+        size = _size(exp)
         if not size <= MAX_EXPONENT:
             raise fail(f"exponent {sp.sstr(exp)[:40]} is larger than {MAX_EXPONENT} in absolute value")
         if base.is_Rational and exp.is_Rational:
@@ -314,6 +334,7 @@ def _pow(base: sp.Expr, exp: sp.Expr, fail) -> sp.Expr:
             if bits > MAX_BITS:
                 raise fail(f"the exact number {sp.sstr(base)[:20]}**{sp.sstr(exp)} has more than "
                            f"{MAX_BITS} bits")
+        _check_constant(sp.Pow(base, exp, evaluate=False), fail)
     return base ** exp
 
 
@@ -347,6 +368,8 @@ def to_sympy(tree: Node, symbols: Mapping[str, sp.Symbol], *, text: str | None =
         if k == "call":
             if n.value == "Piecewise":
                 return sp.Piecewise(*args)
+            if n.value in ("exp", "sinh", "cosh"):      # the functions that grow beyond any float
+                _check_constant(FUNCTIONS[n.value].build(*args, evaluate=False), fail)
             return FUNCTIONS[n.value].build(*args)
         if k == "pair":
             return tuple(args)

@@ -75,7 +75,9 @@ def run(args: argparse.Namespace) -> int:
                            for k, v in out.parameters.items())
         asked = out.details.get("asked_as")
         print(f"claim:      {out.claim}" + (f" (asked as {asked})" if asked else ""))
-        print(f"candidate:  {out.candidate}   =  {out.candidate_value:.8g}")
+        value = (f"{out.candidate_value:.8g}" if out.candidate_value is not None
+                 else f"undefined ({out.details.get('reason', 'not a finite real number')})")
+        print(f"candidate:  {out.candidate}   =  {value}")
         print(f"derived:    {out.derived_value:.8g}")
         print(f"parameters: {params}  ({out.chosen})")
         ci = out.details.get("ci")
