@@ -147,11 +147,12 @@ def _date_text(iso: str) -> str:
 def load_report(directory) -> dict[str, Any]:
     """DIR/report.json as written by ``sssn-verify verify --report DIR`` (ParameterError if absent
     or not a report)."""
-    path = Path(directory) / "report.json"
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ParameterError("with-report", str(directory), f"no readable report.json there ({exc})") from None
+    from .inputs import load_json
+    from .limits import MAX_REPORT_BYTES
+    schema_path = Path(__file__).resolve().parents[1] / "docs" / "report.schema.json"
+    schema = json.loads(schema_path.read_text()) if schema_path.is_file() else None
+    data = load_json(Path(directory) / "report.json", what="with-report", max_bytes=MAX_REPORT_BYTES,
+                     schema=schema)          # a regular file, size-limited, schema-validated
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
         raise ParameterError("with-report", str(directory), "report.json is not an sssn_verify report")
     return data

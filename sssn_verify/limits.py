@@ -12,6 +12,10 @@ or an overflow.  The numbers (also in the README, section "Limits"):
 ``MAX_HEADS``             16          attention heads H of a Q, K or V stack (H, d, d)
 ``MAX_WIDTH``             1e7         MLP width m
 ``MAX_GRID``              400         grid points per phase-diagram axis (d axis included)
+``MAX_SEEDS``             10000       seeds of one campaign (``verify --seeds A:B``)
+``MAX_SEED``              2^63 - 1    a seed
+``MAX_INPUT_BYTES``       64 MiB      an input file (``--init``, ``--attention``, report.json: 16 MiB)
+``MAX_ARRAY_BYTES``       256 MiB     one array of an input .npz, uncompressed (read from the zip directory)
 memory                    50 %        estimated arrays of a simulation vs available memory
 expression                see expr    2000 characters, depth 40, 500 terms, |exponent| <= 256
 ========================  ==========  ==================================================
@@ -30,6 +34,11 @@ MAX_MATRIX_ENTRY = 1e6
 MAX_HEADS = 16
 MAX_WIDTH = 10**7
 MAX_GRID = 400
+MAX_SEEDS = 10_000
+MAX_SEED = 2**63 - 1
+MAX_INPUT_BYTES = 64 * 2**20
+MAX_REPORT_BYTES = 16 * 2**20
+MAX_ARRAY_BYTES = 256 * 2**20
 MEMORY_FRACTION = 0.5
 
 
@@ -41,6 +50,32 @@ def check_at_most(name: str, value, maximum, why: str = "") -> None:
         return
     if big:
         raise ParameterError(name, value, f"must be <= {maximum:g} (documented limit{'; ' + why if why else ''})")
+
+
+def parse_seeds(text: str) -> list[int]:
+    """Seeds from the command line: ``A:B`` (A, ..., B-1), ``A,B,C`` or one seed; at most
+    :data:`~sssn_verify.limits.MAX_SEEDS` of them, each at most ``MAX_SEED`` (checked on the
+    text and the range's ends, before any list is built)."""
+    raw = str(text).strip()
+    shown = raw if len(raw) <= 40 else raw[:37] + "..."
+    if raw.count(",") >= MAX_SEEDS or len(raw) > 40 * MAX_SEEDS:
+        raise ParameterError("seeds", shown, f"names more than {MAX_SEEDS} seeds (documented limit)")
+    try:
+        if ":" in raw:
+            a, b = (int(x) for x in raw.split(":"))
+            ends = [a, b - 1] if b > a else []
+        else:
+            ends = [int(x) for x in raw.split(",")]
+    except ValueError:
+        raise ParameterError("seeds", shown, "must be A:B (seeds A..B-1), a list A,B,C or one seed") from None
+    if ":" in raw and b - a > MAX_SEEDS:
+        raise ParameterError("seeds", shown, f"names {b - a} seeds, more than {MAX_SEEDS} (documented limit)")
+    if not ends or min(ends) < 0 or max(ends) > MAX_SEED:
+        raise ParameterError("seeds", shown, f"must name at least one seed, each >= 0 and <= {MAX_SEED}")
+    seeds = list(range(a, b)) if ":" in raw else ends
+    if len(set(seeds)) != len(seeds):
+        raise ParameterError("seeds", shown, "must name distinct seeds")
+    return seeds
 
 
 def available_memory() -> int:

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable
 from .claims import CLAIMS, UNAVAILABLE, ClaimResult, get_claim
 from .claims.base import MODES
 from .errors import ParameterError
+from .limits import parse_seeds  # (seeds of a campaign: checked against MAX_SEEDS)
 from .executor import Outcome, Task, using
 from .params import check_int, check_real
 from .stats import _jsonable, bonferroni, holm, holm_adjusted
@@ -244,22 +245,6 @@ def expected_seconds(names: list[str], mode: str) -> dict[str, float]:
     known = sorted(out.values())
     fill = known[len(known) // 2] if known else 1.0
     return {n: max(out.get(n, fill), 1e-3) for n in names}
-
-
-def parse_seeds(text: str) -> list[int]:
-    """Seeds from the command line: ``A:B`` (A, ..., B-1), ``A,B,C`` or one seed."""
-    raw = str(text).strip()
-    try:
-        if ":" in raw:
-            a, b = raw.split(":")
-            seeds = list(range(int(a), int(b)))
-        else:
-            seeds = [int(x) for x in raw.split(",")]
-    except ValueError:
-        raise ParameterError("seeds", text, "must be A:B (seeds A..B-1), a list A,B,C or one seed") from None
-    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
-        raise ParameterError("seeds", text, "must name at least one seed, all distinct and >= 0")
-    return seeds
 
 
 @dataclass

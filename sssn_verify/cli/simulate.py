@@ -80,10 +80,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"sssn-verify simulate: {n}", file=sys.stderr)
     init = None
     if args.init is not None:
-        try:
-            init = np.load(args.init)
-        except (OSError, ValueError) as exc:
-            raise ParameterError("init", args.init, f"cannot read a .npy array ({exc})") from None
+        from ..inputs import load_npy
+        init = load_npy(args.init, what="init")     # a regular file; header checked before the data
     heads = load_attention(args.attention) if args.attention else ({"V": 0.0} if args.no_attention else {})
     params = params_from_args(args, **heads)
     from ..numeric.models import MODELS

@@ -50,10 +50,12 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..limits import parse_seeds
+    seeds = parse_seeds(args.seeds) if args.seeds is not None else None   # before the claims load
     from ..claims import CLAIMS, UNAVAILABLE, get_claim
     from ..report import table, write_report
     from ..executor import from_cli
-    from ..verify import DEFAULT_ALPHA, parse_seeds, verify
+    from ..verify import DEFAULT_ALPHA, verify
 
     if args.list:
         for name, claim in CLAIMS.items():
@@ -70,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.explore is not None:
         check_int("explore", args.explore, 0)   # ParameterError -> exit 2 before any work
     if args.seeds is not None:
-        return _campaign(args, parse_seeds(args.seeds), alpha)
+        return _campaign(args, seeds, alpha)
     if not args.no_progress:
         _announce_eta(args.mode, args.claim)
     with from_cli(args) as ex:
