@@ -1,8 +1,11 @@
 """Every file the toolkit writes goes through here: checked first, written atomically.
 
-* :func:`output_path` checks a target *before any work starts*: its folder exists
-  and is writable, the target is not a folder; the extension is added only when
-  the name has none (and the caller is told, to say so).
+* :func:`output_path` checks a target *completely, before any work starts*: its name
+  and path fit the file system (temporary suffix included), its folder exists and is
+  writable, the target is not a folder (nor a folder given as a file name), not a
+  device, FIFO, socket or symbolic link, and not read-only (checked on the mode bits,
+  so even for root); the extension is added only when the name has none (and the
+  caller is told, to say so).
 * :func:`write_atomic` writes into a temporary file in the target's folder, flushes
   and fsyncs it, then renames it over the target.  A failed, interrupted or
   size-limited write leaves the previous file intact and no temporary behind;
@@ -43,8 +46,15 @@ def output_path(path, *, extensions: tuple[str, ...] = (), default_ext: str | No
     """
     if path is None or str(path) == "":
         raise OutputError(f"{what}: empty file name")
+    if "\x00" in str(path):
+        raise OutputError(f"{what}: the file name contains a NUL character")
     p = Path(os.path.expanduser(str(path)))
     note = None
+    check_name(p, what=what)
+    if os.path.isdir(p):
+        raise OutputError(f"{what} {str(p)!r} is a folder; give a file name (inside it, e.g. {str(p / 'out')!r})")
+    if os.path.exists(p) and not os.path.isfile(p):   # (before an extension is added: --out /dev/null)
+        raise OutputError(f"{what} {str(p)!r} exists and is a device, FIFO or socket, not a regular file")
     if extensions:
         ext = p.suffix.lower()
         if not ext and default_ext:
@@ -53,13 +63,43 @@ def output_path(path, *, extensions: tuple[str, ...] = (), default_ext: str | No
         elif ext not in extensions:
             raise OutputError(f"{what} {str(path)!r}: extension {ext or '(none)'} is not supported "
                               f"(use {', '.join(extensions)})")
+    check_name(p, what=what)
     check_folder(p.parent, what=what)
-    if p.is_dir():
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return p, note
+    except OSError as exc:
+        raise OutputError(f"{what} {str(p)!r}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
         raise OutputError(f"{what} {str(p)!r} is a folder, not a file")
-    if p.exists() and not os.access(p, os.W_OK):
-        # rename would still replace it if the folder is writable; refuse read-only files anyway
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "a device, FIFO or socket"
+        raise OutputError(f"{what} {str(p)!r} exists and is {kind}, not a regular file; refusing to replace it")
+    if not st.st_mode & stat.S_IWUSR or not os.access(p, os.W_OK):
+        # rename would still replace it (and root may write anything): refuse read-only files
         raise OutputError(f"{what} {str(p)!r} exists and is read-only")
     return p, note
+
+
+#: room kept in a file name for write_atomic's temporary (".NAME.XXXXXXXX.tmp")
+_TEMP_EXTRA = 16
+
+
+def check_name(path, *, what: str = "output") -> None:
+    """`path`'s name and length fit the file system, temporary-file suffix included."""
+    p = Path(path)
+    folder = p.parent if str(p.parent) else Path(".")
+    try:
+        name_max = os.pathconf(folder, "PC_NAME_MAX") if folder.exists() else 255
+        path_max = os.pathconf(folder, "PC_PATH_MAX") if folder.exists() else 4096
+    except (OSError, ValueError):
+        name_max, path_max = 255, 4096
+    if len(os.fsencode(p.name)) + _TEMP_EXTRA > name_max:
+        raise OutputError(f"{what}: the file name is {len(os.fsencode(p.name))} bytes long; at most "
+                          f"{name_max - _TEMP_EXTRA} are possible here")
+    if len(os.fsencode(str(p.absolute()))) + _TEMP_EXTRA > path_max:
+        raise OutputError(f"{what}: the path is longer than {path_max - _TEMP_EXTRA} bytes")
 
 
 def check_folder(folder, *, what: str = "output", create: bool = False) -> Path:

@@ -82,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run one sub-command.  Exit codes: 0 success (or a passing check), 1 a failed
     verification/rejected candidate, 2 bad input (one line on stderr), 3 an internal
     error (one line, traceback saved to a file), 130 interrupted."""
+    # figures are written with Agg whatever MPLBACKEND says (a bogus value would stop matplotlib's import)
+    os.environ["MPLBACKEND"] = "Agg"
     try:
         parser = build_parser()          # imports every sub-command (numpy, sympy): seconds
         args = parser.parse_args(argv)
