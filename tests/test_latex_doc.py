@@ -237,7 +237,7 @@ def _displays(document):
 def test_no_computer_algebra_artefacts_in_the_formulas(document):
     shown = _displays(document)
     for bad in ("\\operatorname{acos}", "\\operatorname{asin}", "\\wedge", "\\vee", "\\text{True}", "\\text{for}",
-                "\\sqrt{\\sigma^{2}}", "mn", "norm_", "scipy", "\\epsilon", "v_{11 1}",
+                "\\sqrt{\\sigma^{2}}", "mn", "norm_", "scipy", "\\epsilon", "v_{11 1}", "^{T}",
                 "\\left(e^{\\beta} - 1\\right) \\left(e^{\\beta} + 1\\right)", "d \\sigma_{b}^{2} - 3 \\sigma_{b}^{2}",
                 "- d t^{2} + 3 t^{2}"):
         assert bad not in shown, bad

@@ -164,6 +164,9 @@ class _PaperPrinter(LatexPrinter):
             return rf"\|V_{{{h}}}\|" if base == "norm_V" else rf"\|K_{{{h}}}^{{\top}} Q_{{{h}}}\|"
         return super()._print_Indexed(e)
 
+    def _print_Transpose(self, e):
+        return rf"{self.parenthesize_super(self._print(e.arg))}^{{\top}}"      # one transpose sign (\top)
+
     def _print_BooleanTrue(self, e):
         return r"\text{true}"
 
