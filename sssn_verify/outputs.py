@@ -122,6 +122,41 @@ def check_folder(folder, *, what: str = "output", create: bool = False) -> Path:
     return f
 
 
+def staging_folder(target, *, what: str = "report") -> Path:
+    """A fresh private folder beside the folder `target` (same parent, so one rename swaps it in):
+    a run writes its whole output there and :func:`swap_in` replaces `target` at the end, so the
+    target is always one run's complete output, never a mixture."""
+    t = Path(os.path.expanduser(str(target)))
+    if not t.name:
+        raise OutputError(f"{what}: {str(target)!r} names no folder")
+    check_name(t.with_name(t.name + ".previous"), what=what)
+    parent = check_folder(t.parent if str(t.parent) else Path("."), what=what, create=True)
+    if t.exists() and not t.is_dir():
+        raise OutputError(f"{what}: {str(t)!r} exists and is not a folder")
+    try:
+        staged = Path(tempfile.mkdtemp(dir=parent, prefix=f".{t.name}.partial-"))
+        os.chmod(staged, 0o777 & ~_umask())          # the mode a plain mkdir would give
+        return staged
+    except OSError as exc:
+        raise OutputError(f"{what}: cannot create a folder in {str(parent)!r} ({exc.strerror or exc})") from None
+
+
+def swap_in(staged, target) -> Path | None:
+    """Rename the complete folder `staged` to `target`; a previous `target` is moved aside to
+    ``TARGET.previous`` first (replacing an older one there).  Returns that path, or None."""
+    staged, t = Path(staged), Path(os.path.expanduser(str(target)))
+    aside = t.with_name(t.name + ".previous") if t.exists() else None
+    if aside is not None:
+        if aside.is_dir() and not aside.is_symlink():
+            import shutil
+            shutil.rmtree(aside)
+        elif aside.exists() or aside.is_symlink():
+            aside.unlink()
+        os.rename(t, aside)
+    os.rename(staged, t)
+    return aside
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)

@@ -66,24 +66,33 @@ def run(args: argparse.Namespace) -> int:
     if args.claim:        # ClaimError -> exit 2 before any work; aliases (lambda1) become claim names
         args.claim = list(dict.fromkeys(get_claim(name).name for name in args.claim))
     alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
-    if args.report and args.seeds is None:
-        from ..report import check_report_dir
-        check_report_dir(args.report)            # OutputError -> exit 2 before any work
     if args.explore is not None:
         check_int("explore", args.explore, 0)   # ParameterError -> exit 2 before any work
     if args.seeds is not None:
         return _campaign(args, seeds, alpha)
-    if not args.no_progress:
-        _announce_eta(args.mode, args.claim)
-    with from_cli(args) as ex:
-        suite = verify(args.mode, args.claim, args.seed, progress=not args.no_progress,
-                       alpha=alpha, executor=ex)
-        exploration = _explore(args, alpha, ex)
-        paths = (write_report(suite, args.report, command=getattr(args, "argv", None), exploration=exploration)
-                 if args.report else None)
-        if args.report:
-            from ..explore import write_json
-            write_json(exploration, args.report)   # after write_report, which draws its figures
+    # the report is written into a fresh folder beside --report, swapped in when complete
+    staged = _stage_report(args.report) if args.report else None    # OutputError -> exit 2 before any work
+    try:
+        if not args.no_progress:
+            _announce_eta(args.mode, args.claim)
+        with from_cli(args) as ex:
+            suite = verify(args.mode, args.claim, args.seed, progress=not args.no_progress,
+                           alpha=alpha, executor=ex)
+            exploration = _explore(args, alpha, ex, staged)
+            paths = (write_report(suite, staged, command=getattr(args, "argv", None), exploration=exploration)
+                     if staged else None)
+            if staged:
+                from ..explore import write_json
+                write_json(exploration, staged)   # after write_report, which draws its figures
+    except BaseException:
+        if staged:                                  # the previous report stays as it was
+            import shutil
+            shutil.rmtree(staged, ignore_errors=True)
+        raise
+    if staged:
+        from ..outputs import swap_in
+        swap_in(staged, args.report)
+        paths = _moved(paths, str(staged), str(args.report))
     if args.json:
         out = suite.to_dict()
         if paths:
@@ -114,12 +123,34 @@ def _announce_eta(mode: str, claims) -> None:
               f"the budgets; {len(known)}/{len(names)} claims recorded)", file=sys.stderr)
 
 
-def _explore(args, alpha, executor):
+def _explore(args, alpha, executor, report_dir=None):
     """The hypothesis exploration of the claims' domains (sssn_verify.explore)."""
     from ..explore import DEFAULT_EXPLORE, explore_suite
     n = DEFAULT_EXPLORE[args.mode] if args.explore is None else args.explore
-    return explore_suite(args.claim, n, mode=args.mode, seed=args.seed, alpha=alpha, report_dir=args.report,
+    return explore_suite(args.claim, n, mode=args.mode, seed=args.seed, alpha=alpha, report_dir=report_dir,
                          progress=not args.no_progress, executor=executor)
+
+
+def _stage_report(report):
+    """A fresh folder beside `report` for this run's whole report (outputs.staging_folder), holding a
+    copy of the previous report's hypothesis example database (so earlier failures replay)."""
+    import os
+    import shutil
+    from ..outputs import staging_folder
+    staged = staging_folder(report)
+    previous = os.path.join(os.path.expanduser(str(report)), "hypothesis-examples")
+    if os.path.isdir(previous) and not os.path.islink(previous):
+        shutil.copytree(previous, staged / "hypothesis-examples", symlinks=True)
+    return staged
+
+
+def _moved(paths, old: str, new: str):
+    """`paths` (the report's dict of file names) with the staging folder's prefix replaced."""
+    if isinstance(paths, dict):
+        return {k: _moved(v, old, new) for k, v in paths.items()}
+    if isinstance(paths, list):
+        return [_moved(v, old, new) for v in paths]
+    return new + paths[len(old):] if isinstance(paths, str) and paths.startswith(old) else paths
 
 
 def _campaign(args, seeds, alpha) -> int:
