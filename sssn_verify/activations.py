@@ -24,47 +24,74 @@ from functools import cached_property, lru_cache
 from typing import Callable
 
 import numpy as np
-import sympy as sp
 
 from . import bridge
 from .errors import ActivationError
-from .expr import Node, canonical, parse_with_tree, quote
 
-u = sp.Symbol("u", real=True)
+
+class _LazySympy:
+    """sympy, imported on first use: a registry activation whose numba module and kernel table
+    are cached needs none of it (``sssn-verify regime`` starts without importing sympy)."""
+
+    def __getattr__(self, name):
+        import sympy
+        return getattr(sympy, name)
+
+
+sp = _LazySympy()
+
+
+def quote(text) -> str:
+    from .expr import quote as _quote     # expr imports sympy
+    return _quote(text)
+
+
+@lru_cache(maxsize=1)
+def _u():
+    """The activations' variable u (real), made on first use."""
+    return sp.Symbol("u", real=True)
+
+
+def __getattr__(name):             # ``activations.u`` and ``from .activations import u``
+    if name == "u":
+        return _u()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _leaky(a):
-    return sp.Piecewise((u, u >= 0), (a * u, True))
+    return sp.Piecewise((_u(), _u() >= 0), (a * _u(), True))
 
 
 # name -> (builder(param) -> expr, default parameter or None, description)
 REGISTRY: dict[str, tuple[Callable, float | None, str]] = {
-    "relu": (lambda p: sp.Max(u, 0), None, "max(u, 0)"),
+    "relu": (lambda p: sp.Max(_u(), 0), None, "max(u, 0)"),
     "leaky_relu": (lambda p: _leaky(p), 0.01, "u if u >= 0 else slope*u  (leaky_relu:slope)"),
-    "abs": (lambda p: sp.Abs(u), None, "|u|"),
-    "heaviside": (lambda p: sp.Heaviside(u, sp.Rational(1, 2)), None, "step 1{u > 0}"),
-    "step": (lambda p: sp.Heaviside(u, sp.Rational(1, 2)), None, "alias of heaviside"),
-    "identity": (lambda p: u, None, "u"),
-    "linear": (lambda p: u, None, "alias of identity"),
-    "erf": (lambda p: sp.erf(u), None, "erf(u)"),
-    "tanh": (lambda p: sp.tanh(u), None, "tanh(u)"),
-    "gelu": (lambda p: u * (1 + sp.erf(u / sp.sqrt(2))) / 2, None, "u Phi(u) (exact erf form)"),
-    "silu": (lambda p: u / (1 + sp.exp(-u)), None, "u / (1 + e^{-u})"),
-    "swish": (lambda p: u / (1 + sp.exp(-u)), None, "alias of silu"),
-    "softplus": (lambda p: sp.log(1 + sp.exp(u)), None, "log(1 + e^u)"),
-    "sin": (lambda p: sp.sin(p * u), 1.0, "sin(w u)  (sin:w)"),
-    "cos": (lambda p: sp.cos(p * u), 1.0, "cos(w u)  (cos:w)"),
+    "abs": (lambda p: sp.Abs(_u()), None, "|u|"),
+    "heaviside": (lambda p: sp.Heaviside(_u(), sp.Rational(1, 2)), None, "step 1{u > 0}"),
+    "step": (lambda p: sp.Heaviside(_u(), sp.Rational(1, 2)), None, "alias of heaviside"),
+    "identity": (lambda p: _u(), None, "u"),
+    "linear": (lambda p: _u(), None, "alias of identity"),
+    "erf": (lambda p: sp.erf(_u()), None, "erf(u)"),
+    "tanh": (lambda p: sp.tanh(_u()), None, "tanh(u)"),
+    "gelu": (lambda p: _u() * (1 + sp.erf(_u() / sp.sqrt(2))) / 2, None, "u Phi(u) (exact erf form)"),
+    "silu": (lambda p: _u() / (1 + sp.exp(-_u())), None, "u / (1 + e^{-u})"),
+    "swish": (lambda p: _u() / (1 + sp.exp(-_u())), None, "alias of silu"),
+    "softplus": (lambda p: sp.log(1 + sp.exp(_u())), None, "log(1 + e^u)"),
+    "sin": (lambda p: sp.sin(p * _u()), 1.0, "sin(w u)  (sin:w)"),
+    "cos": (lambda p: sp.cos(p * _u()), 1.0, "cos(w u)  (cos:w)"),
 }
 
 def _number(text: str) -> tuple[sp.Expr, str]:
     """A registry parameter (``leaky_relu:0.1``): a finite constant in the safe language,
     and its canonical text (rebuilt from the parsed tree)."""
+    from .expr import parse_with_tree
     try:
         tree, value = parse_with_tree(text, {}, error=ActivationError)
     except ActivationError:
         tree = value = None
     if value is None or not value.is_number or not value.is_finite:
         raise ActivationError(f"activation parameter {quote(text)} is not a finite number")
+    from .expr import canonical
     value = sp.nsimplify(value, rational=True) if isinstance(value, sp.Float) else value
     return value, canonical(tree)
 
@@ -76,8 +103,8 @@ class Activation:
     name: str                 # canonical spec ("relu", "leaky_relu:0.1", "sin(3*u)"): rebuilt from
     #                           the parsed tree (expr.canonical), never the user's raw text
     family: str               # registry key, or "expr" for a user expression
-    expr: sp.Expr = field(compare=False)
-    param: sp.Expr | None = field(default=None, compare=False)
+    parsed: sp.Expr | None = field(default=None, compare=False)   # a user expression's sympy tree
+    param: sp.Expr | None = field(default=None, compare=False)    # None: the registry's default
     tree: Node | None = field(default=None, compare=False)   # validated tree of a user expression
 
     def __repr__(self) -> str:
@@ -91,9 +118,17 @@ class Activation:
         return (get_activation, (self.name,))
 
     @cached_property
+    def expr(self) -> sp.Expr:
+        """phi(u) in sympy (a registry activation builds it, and imports sympy, on first use)."""
+        if self.family == "expr":
+            return self.parsed
+        builder, default, _ = REGISTRY[self.family]
+        return builder(self.param if self.param is not None or default is None else sp.nsimplify(default))
+
+    @cached_property
     def derivative(self) -> sp.Expr:
         """phi'(u), with kinks giving Heaviside/sign terms and jumps DiracDelta terms."""
-        return sp.diff(self.expr, u)
+        return sp.diff(self.expr, _u())
 
     @cached_property
     def derivative_ae(self) -> sp.Expr:
@@ -192,7 +227,7 @@ class Activation:
             return np.where(np.isnan(sign), np.inf, out)
 
         for f_expr, what in ((self.expr, "phi"), (self.derivative_ae, "phi'")):
-            if not f_expr.has(u):
+            if not f_expr.has(_u()):
                 continue
             inside = float(np.max(h(f_expr, np.linspace(-Z_WINDOW, Z_WINDOW, 201))))
             if inside == -np.inf:
@@ -252,10 +287,10 @@ def _real_roots(expr: sp.Expr) -> list:
     (sign changes on a fine grid of the window, refined by brentq), never sympy's general
     solver (which raises NotImplementedError for e.g. u - cos(u))."""
     expr = sp.sympify(expr) if not isinstance(expr, sp.Basic) else expr
-    if not expr.has(u):
+    if not expr.has(_u()):
         return []
-    if expr.is_polynomial(u) and sp.degree(expr, u) <= 4:
-        return [r for r in sp.solve(expr, u) if r.is_real]
+    if expr.is_polynomial(_u()) and sp.degree(expr, _u()) <= 4:
+        return [r for r in sp.solve(expr, _u()) if r.is_real]
     from scipy.optimize import brentq
     f = _vectorised(expr)
     grid = np.linspace(-_ROOT_WINDOW, _ROOT_WINDOW, 16001)
@@ -311,7 +346,7 @@ def _local_power(f, u0: float, pole: bool = False) -> float:
 
 
 def _vectorised(expr: sp.Expr):
-    f = bridge.compile_expression((u,), expr, "scipy")
+    f = bridge.compile_expression((_u(),), expr, "scipy")
 
     def call(x):
         x = np.asarray(x, dtype=float)
@@ -323,7 +358,7 @@ def _vectorised(expr: sp.Expr):
 def _compiled_pair(key: str, expr: sp.Expr, deriv: sp.Expr):
     """(phi, dphi) through the bridge's numba printer, one generated module per activation."""
     module = bridge.numba_functions("activations", f"act_{key}",
-                                    (("phi", (u,), expr), ("dphi", (u,), deriv)))
+                                    (("phi", (_u(),), expr), ("dphi", (_u(),), deriv)))
     return module.phi, module.dphi
 
 
@@ -335,20 +370,21 @@ def _parse(spec: str) -> Activation:
     name, sep, value = text.partition(":")
     key = name.strip().lower()
     if key in REGISTRY and (sep or re.fullmatch(r"[A-Za-z_]+", text)):
-        builder, default, _ = REGISTRY[key]
+        _, default, _ = REGISTRY[key]
         if sep and default is None:
             raise ActivationError(f"activation {key!r} takes no parameter (got {text!r})")
         if sep:
             param, shown = _number(value.strip())
             name = f"{key}:{shown}"
         else:
-            param, name = (None if default is None else sp.nsimplify(default)), key
-        return Activation(name, key, builder(param), param)
+            param, name = None, key           # phi built on first use: no sympy on a warm cache
+        return Activation(name, key, None, param)
     if sep:
         raise ActivationError(
             f"unknown activation {quote(key)}; known: {', '.join(sorted(REGISTRY))}, or an expression in u")
+    from .expr import parse_with_tree, canonical
     try:
-        tree, expr = parse_with_tree(text, {"u": u}, error=ActivationError)
+        tree, expr = parse_with_tree(text, {"u": _u()}, error=ActivationError)
     except ActivationError as exc:
         if re.fullmatch(r"[A-Za-z_]\w*", text):
             raise ActivationError(f"unknown activation {quote(text)}: not a registry name "

@@ -123,11 +123,11 @@ def test_only_declared_arguments_reach_the_code(monkeypatch):
 
 
 def test_bridge_is_the_only_code_generator_from_derivations():
-    """One printer and one loader: no lambdify, code printer, exec or compile of source anywhere in
-    the package but bridge.py; numeric/ imports no sympy."""
+    """One printer and one loader: no lambdify, code printer (LaTeX/MathML for documents are not
+    code), exec or compile of source anywhere in the package but bridge.py; numeric/ imports no sympy."""
     pkg = ROOT / "sssn_verify"
     texts = {str(p.relative_to(pkg)): p.read_text() for p in pkg.rglob("*.py")}
-    for word in (r"lambdify\(", r"sympy\.printing", r"(?<![\w.])exec\(", r"(?<![\w.])compile\("):
+    for word in (r"lambdify\(", r"sympy\.printing\.(pycode|numpy|lambdarepr|codeprinter)", r"(?<![\w.])exec\(", r"(?<![\w.])compile\("):
         users = sorted(name for name, text in texts.items() if re.search(word, text) and name != "bridge.py")
         assert users == [], (word, users)
     numeric = [p.name for p in (pkg / "numeric").glob("*.py") if "import sympy" in p.read_text()]
@@ -168,3 +168,20 @@ def test_depth_is_the_derived_ceiling():
     for ta, delta, layers in ((16.9052, 0.01, 1691), (3.1, 0.5, 7), (1e-3, 7.0, 1), (123.4567, 0.001, 123457)):
         assert -((-Fraction(ta)) // Fraction(delta)) == layers           # away from integers: exact
         assert f(ta, delta) == layers
+
+
+def test_warm_regime_imports_neither_sympy_nor_numba_nor_scipy():
+    """Start-up (issue 26.3): on a warm cache, ``sssn-verify regime`` reads its derived formulas and
+    the kernel table and imports only what it uses (the command's own module, numpy)."""
+    code = ("import sys\nfrom sssn_verify.cli import main\n"
+            "code = main(['regime', '--d', '4', '--activation', 'relu', '--json'])\n"
+            "print(code, sorted(m for m in ('sympy', 'numba', 'scipy', 'mpmath', 'matplotlib', "
+            "'sssn_verify.symbolic', 'sssn_verify.engine', 'sssn_verify.claims') if m in sys.modules))\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    runs = []
+    for _ in range(2):                     # the first run may fill the cache
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        runs.append(out.stdout.strip().splitlines())
+    assert runs[0][0] == runs[1][0]                         # the same JSON
+    assert runs[1][-1] == "0 []", runs[1][-1]

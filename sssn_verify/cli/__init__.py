@@ -36,7 +36,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every sub-command, or (given `argv` naming one: ``regime ...``) of that one
+    only, so a command imports what it uses and not every other command's modules."""
     parser = _Parser(
         prog="sssn-verify",
         description="Derive (sympy) and confirm (numba Monte Carlo) the formulas of "
@@ -44,10 +46,17 @@ def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
     parser.add_argument("--version", action="version", version=f"sssn-verify {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name in _NOT_COMMANDS or info.name.startswith("_"):
-            continue
-        importlib.import_module(f"{__name__}.{info.name}").register(sub)
+    names = sorted(m.name for m in pkgutil.iter_modules(__path__)
+                   if m.name not in _NOT_COMMANDS and not m.name.startswith("_"))
+    first = next((a for a in (argv or []) if not a.startswith("-")), None)
+    module = first.replace("-", "_") if first else None
+    if module in names:
+        importlib.import_module(f"{__name__}.{module}").register(sub)
+        if first in sub.choices:
+            return parser
+    for name in names:
+        if name != module:
+            importlib.import_module(f"{__name__}.{name}").register(sub)
     return parser
 
 
@@ -85,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     # figures are written with Agg whatever MPLBACKEND says (a bogus value would stop matplotlib's import)
     os.environ["MPLBACKEND"] = "Agg"
     try:
-        parser = build_parser()          # imports every sub-command (numpy, sympy): seconds
+        parser = build_parser(sys.argv[1:] if argv is None else argv)   # only the command named
         args = parser.parse_args(argv)
     except KeyboardInterrupt:
         print("sssn-verify: interrupted", file=sys.stderr)

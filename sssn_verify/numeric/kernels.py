@@ -134,7 +134,9 @@ def kernel(activation="relu", sigma_w=1.0, sigma_b=0.0, sigma_a=1.0, *,
         activation, sigma_w, sigma_b, sigma_a = p.activation, p.sigma_w, p.sigma_b, p.sigma_a
     act = get_activation(activation)
     sw, sb, sa = check_sigmas(sigma_w, sigma_b, sigma_a)
-    act.check_moments(math.hypot(sw, sb))    # infinite / beyond the quadrature window: say why
+    if not _unit_table_path(act.name, sw, sb, bool(force_quadrature)).exists():
+        # infinite / beyond the quadrature window: say why (a cached table passed this when built)
+        act.check_moments(math.hypot(sw, sb))
     return _kernel_cached(act.name, sw, sb, sa, bool(force_quadrature))
 
 
@@ -182,10 +184,8 @@ def _theta_to_u(theta):
 @lru_cache(maxsize=1024)
 def _unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -> dict:
     """The sigma_a = 1 table, read from the cache folder when an earlier process built it."""
-    from ..bridge import cache_folder
-    from ..outputs import private_folder, write_atomic
-    key = hashlib.sha256(f"{name}|{sw!r}|{sb!r}|{force_quadrature}|{_source_hash()}".encode()).hexdigest()[:24]
-    path = private_folder(cache_folder() / "kernel_tables") / f"{key}.npy"
+    from ..outputs import write_atomic
+    path = _unit_table_path(name, sw, sb, force_quadrature)
     try:
         stored = np.load(path, allow_pickle=False)
         if stored.ndim == 1 and stored.size > 4 + _HEADER:
@@ -199,6 +199,13 @@ def _unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -> dict
     np.save(buf, np.concatenate([np.array(head), built["table"]]), allow_pickle=False)
     write_atomic(path, buf.getvalue(), mode=0o600, what="cache")
     return built
+
+
+def _unit_table_path(name: str, sw: float, sb: float, force_quadrature: bool) -> Path:
+    from ..bridge import cache_folder
+    from ..outputs import private_folder
+    key = hashlib.sha256(f"{name}|{sw!r}|{sb!r}|{force_quadrature}|{_source_hash()}".encode()).hexdigest()[:24]
+    return private_folder(cache_folder() / "kernel_tables") / f"{key}.npy"
 
 
 @lru_cache(maxsize=1)
