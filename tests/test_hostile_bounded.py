@@ -16,28 +16,9 @@ import sympy as sp
 
 from sssn_verify.cli import main
 from sssn_verify.magnitude import LOG_MAX, log_magnitude, values
+from hostile_cli_helpers import modules_loaded, run  # noqa: F401 (an autouse fixture)
 
 u = sp.Symbol("u", real=True)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _modules_loaded():
-    """The 10 s bound measures the input's handling, not one-time imports."""
-    import importlib
-    from sssn_verify.cli import build_parser
-    build_parser()
-    for name in ("engine", "regime", "phase_diagram", "check", "explore", "numeric.kernels"):
-        importlib.import_module(f"sssn_verify.{name}")
-
-
-def run(argv, capsys):
-    t0 = time.perf_counter()
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err, time.perf_counter() - t0
 
 
 def assert_one_line_exit_2(code, out, err, seconds, *, says=None):

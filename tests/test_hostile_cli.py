@@ -13,33 +13,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from sssn_verify.cli import main
+from hostile_cli_helpers import modules_loaded, run  # noqa: F401 (an autouse fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 # one name per test run, the same in every pytest-xdist worker (test ids embed it and must agree)
 CANARY = Path(os.environ.get("TMPDIR", "/tmp")) / f"sssn_cli_canary_{os.environ.get('PYTEST_XDIST_TESTRUNUID', os.getpid())}"
 BOOM = f"__import__('os').system('touch {CANARY}')"
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _modules_loaded():
-    """Import what the sub-commands load lazily, so the 10 s bound measures the input's
-    handling, not the one-time imports (seconds on a loaded 2-core machine)."""
-    import importlib
-    from sssn_verify.cli import build_parser
-    build_parser()
-    for name in ("engine", "regime", "phase_diagram", "check", "numeric.kernels", "latex_doc", "report"):
-        importlib.import_module(f"sssn_verify.{name}")
-
-
-def run(argv, capsys):
-    t0 = time.perf_counter()
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:          # argparse errors
-        code = exc.code
-    seconds = time.perf_counter() - t0
-    out, err = capsys.readouterr()
-    return code, out, err, seconds
 
 
 def assert_contract(code, out, err, seconds, expected):

@@ -18,25 +18,9 @@ from sssn_verify.cli import main
 from sssn_verify.errors import ParameterError
 from sssn_verify.inputs import load_json, load_npy, open_input
 from sssn_verify.params import load_attention
+from hostile_cli_helpers import modules_loaded, run  # noqa: F401 (an autouse fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _modules_loaded():
-    """The time bounds measure the input's handling, not the one-time imports of the parser."""
-    from sssn_verify.cli import build_parser
-    build_parser()
-
-
-def run(argv, capsys):
-    t0 = time.perf_counter()
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err, time.perf_counter() - t0
 
 
 def assert_exit_2(code, out, err, seconds, says=None, limit=10.0):

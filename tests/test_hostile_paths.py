@@ -11,24 +11,9 @@ from pathlib import Path
 import pytest
 
 from sssn_verify.cli import main
+from hostile_cli_helpers import modules_loaded, run  # noqa: F401 (an autouse fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _modules_loaded():
-    from sssn_verify.cli import build_parser
-    build_parser()
-
-
-def run(argv, capsys):
-    t0 = time.perf_counter()
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err, time.perf_counter() - t0
 
 
 def refused(argv, capsys, says):
