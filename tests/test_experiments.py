@@ -72,6 +72,29 @@ def test_tangent_layer_is_thread_independent():
     assert c.mean != a.mean
 
 
+def test_pair_layer_is_thread_independent_and_its_controls_have_mean_zero():
+    import numba
+    from sssn_verify.numeric.kernels import kernel
+    from sssn_verify.numeric.layer_rates import two_tokens
+    kf = kernel("tanh", 1.2, 0.3, 1.0)
+    X = two_tokens(3, 0.3)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        a, ca = ex.pair_layer("gaussian", kf, X, "energy", 2 * ex.BLOCK + 5, Key(7).child("test"), 1e-3, beta=2.0)
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        b, cb = ex.pair_layer("gaussian", kf, X, "energy", 2 * ex.BLOCK + 5, Key(7).child("test"), 1e-3, beta=2.0)
+    finally:
+        numba.set_num_threads(before)
+    assert np.array_equal(a, b) and np.array_equal(ca, cb)
+    # the whitened normals' controls: mean 0, and Z^2 - 1 summed over the d - 2 = 1 other coordinates has
+    # variance 2 (independent of the statistic's law); z-tests at 0.001 over the 9 controls
+    _, c = ex.pair_layer("gaussian", kf, X, "energy", 60_000, Key(7).child("controls"), 1e-3, beta=2.0)
+    z = c.mean(axis=0) / (c.std(axis=0, ddof=1) / np.sqrt(c.shape[0]))
+    assert np.all(np.abs(z) < 3.9), z
+    assert c[:, 2].var() == pytest.approx(2.0, rel=0.05)
+
+
 # ----------------------------------------------------------------------------- a new model: one file + one line
 def test_the_fixed_kernel_model_is_registered_and_simulated():
     from sssn_verify.engine import simulate
@@ -86,6 +109,9 @@ def test_the_fixed_kernel_model_is_registered_and_simulated():
     r = simulate("fixed_kernel", p, depth=20, n_paths=8, seed=0, progress=False)
     assert np.all(np.isfinite(r.energy)) and np.allclose(np.linalg.norm(r.tokens, axis=-1), 1.0)
     assert np.all(r.energy[:, -1] != r.energy[:, 0])          # the noise moved the tokens
+    # one exact layer of it, as the pair experiment runs it (antithetic, three levels)
+    A, cv = ex.pair_layer("fixed_kernel", consts, np.eye(3)[:2], "energy", 1000, Key(0).child("test"), 1e-3)
+    assert A.shape == (1000, 3) and cv.shape == (1000, ex.N_CONTROLS) and np.all(np.isfinite(A))
 
 
 # budgets that keep each applicable claim's model-generic evidence small (the model named by "models")
@@ -93,6 +119,7 @@ SMALL = {
     "lyapunov": {"n_configs": 0, "n_one_step": 3, "one_step_paths": 200_000},
     "ito_drift": {"n_configs": 0, "n_one_step": 2, "one_step_paths": 200_000},
     "lyapunov_spectrum": {"n_configs": 2, "n_engine_configs": 0, "paths": 100_000},
+    "spde_weak_form": {"n_configs": 2, "paths": 20_000},
 }
 
 

@@ -34,6 +34,7 @@ from ..bridge import function
 from ..numeric import rng as _rng
 from ..numeric.attention import attend, operands, work
 from ..numeric.kernels import kernel as numeric_kernel
+from ..numeric.experiments import model_kernel
 from ..numeric.layer_rates import initial_functional_rate_paths
 from ..params import ModelParams
 from ..stats import agreement_test, mean_ci
@@ -50,6 +51,9 @@ CONFIGS = (
 DOMAIN = claim_configs(activation=("relu", "tanh", "erf"), d=(2, 3), N=(2, 3), beta=(0.25, 3.0),
                        sigma_w=(0.5, 1.5), sigma_b=(0.0, 1.0), sigma_a=(0.5, 1.25))
 KINDS = ("linear", "quadratic", "energy")
+# the models the statement applies to (budget["models"] picks among them): layers whose noise is the
+# Gaussian field of a kernel K
+MODELS_APPLY = {"field": True, "unit": "layer"}
 
 
 @dataclass(frozen=True)
@@ -97,20 +101,24 @@ def drift_arguments(p: ModelParams, X: np.ndarray, a: np.ndarray, kf) -> tuple:
 def check(formula: WeakFormDrift, budget: dict, seed: int, level: float):
     parts, labels, est, se, exp, power = [], [], [], [], [], []
     cfgs = configs(budget, CONFIGS)
-    k_tests = len(cfgs) * len(KINDS)
+    models = tuple(budget.get("models", ("gaussian",)))
+    runs = [(ci, config, model) for ci, config in enumerate(cfgs) for model in models]
+    k_tests = len(runs) * len(KINDS)
     z = _normal.ppf(1 - (1 - level) / (2 * k_tests)) + _normal.ppf(0.8)
-    for ci, config in enumerate(cfgs):
+    for ci, config, model in runs:
         p, X, a = _setup(config, seed, ci)
-        kf = numeric_kernel(p.activation, p.sigma_w, p.sigma_b, p.sigma_a, force_quadrature=True)
+        kf = (numeric_kernel(p.activation, p.sigma_w, p.sigma_b, p.sigma_a, force_quadrature=True)
+              if model == "gaussian" else model_kernel(model, p))
         args = drift_arguments(p, X, a, kf)
         for kind in KINDS:
             derived_parts = formula.parts(kind, p.d, p.n_tokens)(*args)
             drift = float(formula.combine(tuple(derived_parts)))
             rates, _ = initial_functional_rate_paths(X, kf, kind, int(budget["paths"]), seed + 7919 * ci,
                                                      a=a, beta=p.beta, stream=KINDS.index(kind),
-                                                     delta=budget.get("delta"), attention=operands(p))
+                                                     delta=budget.get("delta"), attention=operands(p), model=model)
             m = mean_ci(rates)
-            label = f"{config[0]} d={p.d} N={p.n_tokens} beta={p.beta:g}: {kind}"
+            label = f"{config[0]} d={p.d} N={p.n_tokens} beta={p.beta:g}: {kind}" + (
+                "" if models == ("gaussian",) else f" ({model})")
             ito = float(derived_parts[1] + derived_parts[2])
             parts.append(agreement_test(f"{label}: d/dt E<mu_t, f> = Ito drift", m.mean, m.stderr, drift,
                                         level=level, n=m.n, seed=seed,

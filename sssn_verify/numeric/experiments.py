@@ -11,7 +11,8 @@ registered model is simulated by every experiment whose requirements it meets
 
 One Richardson (:func:`richardson_weights`), one accumulator (:func:`welford`, :func:`merge_blocks`),
 one control-variate helper (:func:`cross_fit`).  Experiments: :func:`tangent_layer` (one token and k
-tangent vectors: log-growth rates with their mean-zero linear term removed, and the radial drift).
+tangent vectors: log-growth rates with their mean-zero linear term removed, and the radial drift) and
+:func:`pair_layer` (N tokens, antithetic noise: the initial rate of a functional of the tokens).
 """
 from __future__ import annotations
 
@@ -21,8 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from .attention import work as attention_work
 from .driver import orthonormalise
 from .fields import DEFAULT_RTOL, STATUS_NONFINITE, STATUS_OK, rng_state
+from .kernel_table import table_gap
+from .observables import half_sq_dist
 from .sphere import push
 
 BLOCK = 4096
@@ -128,6 +132,31 @@ def model_constants(model: str, params, tangent: bool = True):
     if model not in MODELS:
         raise ParameterError("model", model, f"must be one of {', '.join(MODELS)}")
     return MODELS[model].prepare(params, None, "auto", 1, tangent).consts
+
+
+@dataclass(frozen=True, eq=False)
+class TableKernel:
+    """A field model's kernel as Python callers read it: k0, k1, the table, K(rho) and the stable gap."""
+
+    k0: float
+    k1: float
+    table: np.ndarray
+
+    def value(self, rho):
+        from .kernels import _kernel_array
+        out = _kernel_array(self.table, np.clip(np.asarray(rho, dtype=float), -1.0, 1.0))
+        return float(out) if np.ndim(rho) == 0 else out
+
+    def gap(self, u):
+        from .kernels import _gap_array
+        out = _gap_array(self.table, np.clip(np.asarray(u, dtype=float), 0.0, 2.0))
+        return float(out) if np.ndim(u) == 0 else out
+
+
+def model_kernel(model: str, params) -> TableKernel:
+    """The kernel K of the field model `model` at `params` (from its constants)."""
+    c = model_constants(model, params, tangent=False)
+    return TableKernel(float(c.k0), float(c.k1), np.asarray(c.table))
 
 
 # ------------------------------------------------------------------ one layer of the tangent flow
@@ -278,3 +307,151 @@ def tangent_layer(model: str, params, h: float, n_paths: int, key, *, n_vectors:
     if np.any(status[:, 0] != 0):
         raise SimulationError(f"{m.label}: non-finite or degenerate layer at h = {h:g} ({p})")
     return moments(model, hs, names, counts, mean, m2, cm, key)
+
+
+# ------------------------------------------------------------------ one layer of N tokens: a functional's rate
+FUNCTIONALS = {"energy": 0, "linear": 1, "quadratic": 2, "log_distance": 3}
+N_CONTROLS = 9
+
+
+@njit(cache=True)
+def energy(X, beta):
+    """sum_{i<j} f~(|x_i - x_j|^2 / 2), f~(u) = (1 - e^{-beta u}) / beta (u at beta = 0)."""
+    n, d = X.shape
+    tot = 0.0
+    for i in range(n):
+        for j in range(i):
+            s = 0.0
+            for c in range(d):
+                t = X[i, c] - X[j, c]
+                s += t * t
+            u = 0.5 * s
+            x = beta * u
+            tot += u if x == 0.0 else -math.expm1(-x) / beta
+    return tot
+
+
+@njit(cache=True)
+def functional(X, kind, beta, avec):
+    """kind 0: ``energy``; 1: (1/N) sum_i <a, x_i>; 2: (1/N) sum_i <a, x_i>^2 (the SPDE's test functions);
+    3: log |x_0 - x_1| (the log-distance of the first two tokens)."""
+    if kind == 0:
+        return energy(X, beta)
+    if kind == 3:
+        s = 0.0
+        for c in range(X.shape[1]):
+            t = X[0, c] - X[1, c]
+            s += t * t
+        return 0.5 * math.log(s)
+    n, d = X.shape
+    tot = 0.0
+    for i in range(n):
+        s = 0.0
+        for c in range(d):
+            s += avec[c] * X[i, c]
+        tot += s if kind == 1 else s * s
+    return tot / n
+
+
+@njit(cache=True)
+def pair_controls(W, g, k0, out):
+    """Mean-zero functions of the standard normals Z behind the noise W at the two points E (whitened
+    by the field's covariance [[k0, K], [K, k0]] per coordinate, g = k0 - K(<e_0, e_1>)): Z_1^2 - 1, Z_0^2 - 1
+    and Z_0 Z_1 for coordinate 1 (the separation of two_tokens), coordinate 0 and the sum over the
+    others.  Mean zero whatever the model's law beyond its covariance, so subtracting any fixed
+    multiple leaves the mean unchanged (a direction of variance ~ 0 contributes no control)."""
+    d = W.shape[1]
+    s2 = g * (2.0 * k0 - g) / k0                     # the variance of W_1 given W_0, in gap form
+    r0 = math.sqrt(k0)
+    for j in range(N_CONTROLS):
+        out[j] = 0.0
+    for c in range(d):
+        grp = 1 if c == 1 else (0 if c == 0 else 2)
+        z0 = W[0, c] / r0
+        out[3 + grp] += z0 * z0 - 1.0
+        if s2 > 1e-14 * k0:
+            z1 = ((W[1, c] - W[0, c]) + (g / k0) * W[0, c]) / math.sqrt(s2)
+            out[grp] += z1 * z1 - 1.0
+            out[6 + grp] += z0 * z1
+
+
+def pair_block(b, P, states, X0, hs, kind, beta, avec, consts, att, rtol, out, cv, status):
+    """Block b of the pair experiment (bound to a field model by ``driver.compiled``): per path and level
+    l, A_l = (F(X'_+) + F(X'_-) - 2 F(X0)) / (2 h_l norm) for the layer X0 -> X'_+- driven by +-sqrt(h_l) W,
+    W the model's noise at its evaluation points (the same normals at every level; drawn once when the
+    points do not depend on the step), norm = F(X0) for the energy (a log-rate), else 1."""
+    n, d = X0.shape
+    E = np.empty((n, d))
+    W = np.empty((n, d))
+    Ws = np.empty((n, d))
+    Xn = np.empty((n, d))
+    aw = attention_work(n, d, att)
+    w = model_work(n, d, consts)  # noqa: F821 (bound in the generated module)
+    e0 = functional(X0, kind, beta, avec)
+    norm = e0 if kind == 0 else 1.0
+    nl = hs.shape[0]
+    g = 0.0
+    st = rng_state(states[b])
+    for p in range(b * BLOCK, min(P, (b + 1) * BLOCK)):
+        saved = st[0]
+        code = STATUS_OK
+        for lv in range(nl):
+            if att.on or lv == 0:
+                code = model_evaluate(X0, E, hs[lv], att, aw)  # noqa: F821
+                if code == STATUS_OK:
+                    st[0] = saved                      # the same normals at every level
+                    code = model_noise(st, E, consts, w, W, rtol)  # noqa: F821
+            sq = math.sqrt(hs[lv])
+            acc = -2.0 * e0
+            for sgn in (1.0, -1.0):                    # antithetic pair +-W
+                if code != STATUS_OK:
+                    break
+                for i in range(n):
+                    for c in range(d):
+                        Xn[i, c] = X0[i, c]
+                        Ws[i, c] = sgn * sq * W[i, c]
+                code = model_advance(Xn, E, Ws, hs[lv], consts, att, aw, w)  # noqa: F821
+                acc += functional(Xn, kind, beta, avec)
+            if code != STATUS_OK:
+                status[p] = code
+                out[p, lv] = np.nan
+            else:
+                out[p, lv] = acc / (2.0 * hs[lv] * norm)
+        if cv.shape[0] > 0 and code == STATUS_OK:
+            if p == b * BLOCK:                         # E is deterministic: the same at every path
+                g = table_gap(consts.table, half_sq_dist(E[0], E[1]))
+            pair_controls(W, g, consts.k0, cv[p])
+
+
+def pair_layer(model: str, consts, X0, functional_kind: str, n_paths: int, key, h: float, *, levels: int = 3,
+               beta: float = 0.0, a=None, attention=None):
+    """(per-path A_l at steps h/2^l (P, levels), per-path controls (P, N_CONTROLS) for two tokens, else
+    (0, N_CONTROLS)) of one layer of the field model `model` with constants `consts` (its FieldConsts,
+    or a ``numeric.kernels`` kernel: table, k0, k1) from the tokens X0; see :func:`pair_block`."""
+    from ..errors import ParameterError, SimulationError
+    from .attention import Attention
+    from .driver import compiled
+    from .models import MODELS
+    from .rng import as_key
+    if model not in MODELS or not MODELS[model].field:
+        raise ParameterError("model", model, "must be a registered field model (its noise the Gaussian field of K)")
+    X0 = np.ascontiguousarray(X0, dtype=float)
+    n, d = X0.shape
+    if attention is None:
+        e = np.zeros((1, d, d))
+        attention = Attention(False, float(beta), e, e, e)
+    from .models.gaussian import FieldConsts
+    consts = FieldConsts(np.ascontiguousarray(consts.table), float(consts.k0), float(consts.k1))
+    P = int(n_paths)
+    nb = block_counts(P).size
+    out = np.empty((P, levels))
+    cv = np.zeros((P if n == 2 else 0, N_CONTROLS))
+    status = np.zeros(P, np.int64)
+    avec = np.zeros(d) if a is None else np.ascontiguousarray(a, dtype=float)
+    kern = compiled(pair_block, MODELS[model])
+    kern(nb, P, as_key(key).path_states(nb), X0, h * 2.0 ** -np.arange(levels), FUNCTIONALS[functional_kind],
+         float(beta), avec, consts, attention, 1e-13, out, cv, status)
+    if np.any(status != STATUS_OK):
+        raise SimulationError(f"{MODELS[model].label}: exact-layer rate, sampler status "
+                              f"{int(status[status != STATUS_OK][0])}")
+    return out, cv

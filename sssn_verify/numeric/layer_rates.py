@@ -6,8 +6,9 @@ kernel K (by quadrature, ``quadrature_kernel``, or the models' own, ``numeric.ke
 
 * deterministic: the generator of one exact layer (``generator_ratio``, second differences in the
   noise's eigen-directions with Richardson) and its sup over u = 1 - rho (``sup_ratio``);
-* Monte Carlo: the initial rate of ``E[E_beta]`` under exact layers on shared, antithetic noise with
-  a three-level Richardson (``initial_rate_paths``, ``rate_estimate`` with control variates).
+* Monte Carlo: the initial rate of ``E[E_beta]`` under exact layers of a registered field model on
+  shared, antithetic noise with a three-level Richardson (``initial_rate_paths``, ``rate_estimate``
+  with control variates), a use of ``experiments.pair_layer``.
 
 The constructions, their error terms and measured variance reductions are in docs/numerics.md,
 section "Layer rates".
@@ -17,11 +18,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
 
-from .attention import half_step, work as attention_work
-from .fields import STATUS_OK, rng_state, sample_field
-from .sphere import project_rows
+from .experiments import cross_fit, energy, pair_layer, richardson_weights
 
 EDGE_U = 1e-14
 _H = 0.02                     # the largest step of the second differences (standard-normal units)
@@ -205,191 +203,63 @@ def sup_ratio(kf, d: int, beta: float, hint_rho: float | None = None) -> tuple[f
 
 
 # ---------------------------------------------------------------- Monte Carlo of one exact layer
-@njit(cache=True)
-def _energy(X, beta):
-    """sum_{i<j} f~(|x_i - x_j|^2 / 2) (proportional to E_beta)."""
-    n, d = X.shape
-    tot = 0.0
-    for i in range(n):
-        for j in range(i):
-            s = 0.0
-            for c in range(d):
-                t = X[i, c] - X[j, c]
-                s += t * t
-            u = 0.5 * s
-            x = beta * u
-            tot += u if x == 0.0 else -math.expm1(-x) / beta
-    return tot
+RICHARDSON = richardson_weights(3)       # weights of A_0, A_1, A_2 (delta, delta/2, delta/4): (1, -6, 8)/3
 
 
-@njit(cache=True)
-def _functional(X, kind, beta, avec):
-    """kind 0: ``_energy``; 1: (1/N) sum_i <a, x_i>; 2: (1/N) sum_i <a, x_i>^2 (the SPDE's test functions);
-    3: log |x_0 - x_1| (the log-distance of the first two tokens)."""
-    if kind == 0:
-        return _energy(X, beta)
-    if kind == 3:
-        s = 0.0
-        for c in range(X.shape[1]):
-            t = X[0, c] - X[1, c]
-            s += t * t
-        return 0.5 * math.log(s)
-    n, d = X.shape
-    tot = 0.0
-    for i in range(n):
-        s = 0.0
-        for c in range(d):
-            s += avec[c] * X[i, c]
-        tot += s if kind == 1 else s * s
-    return tot / n
-
-
-@njit(cache=True, parallel=True)
-def _initial_rate_kernel(X0, table, k0, beta, deltas, seeds, att, rtol, kind, avec):
-    """Per path and step: A_k = (F(X'_+) + F(X'_-) - 2 F(X)) / (2 delta_k norm) (see module doc), F the
-    functional ``kind`` (``_functional``); norm = F(X) for the energy (a log-rate), 1 otherwise; for two
-    tokens also the control variates of the path's standard normals (``_controls``)."""
-    n, d = X0.shape
-    P = seeds.shape[0]
-    nk = deltas.shape[0]
-    out = np.empty((P, nk))
-    cv = np.zeros((P if n == 2 else 0, N_CONTROLS))
-    status = np.zeros(P, np.int64)
-    e0 = _functional(X0, kind, beta, avec)
-    norm = e0 if kind == 0 else 1.0             # kind 3 (log-distance): acc is a difference of logs
-    chunk = 512
-    n_chunks = (P + chunk - 1) // chunk
-    for b in prange(n_chunks):           # buffers once per chunk; paths depend on their seed only
-        G = np.empty((n, n))
-        Sw = np.empty((n, n))
-        L = np.empty((n, n))
-        Zd = np.empty((n, d))
-        W = np.empty((n, d))
-        Y = np.empty((n, d))
-        Z = np.empty((n, d))
-        Xn = np.empty((n, d))
-        aw = attention_work(n, d, att)
-        for p in range(b * chunk, min(P, (b + 1) * chunk)):
-            for k in range(nk):
-                code = STATUS_OK
-                if att.on or k == 0:                  # without attention Y = X: one draw serves every step
-                    code = half_step(X0, Y, deltas[k], att, aw)
-                    if code == STATUS_OK:
-                        st = rng_state(seeds[p])      # the same normals for every step: shared noise
-                        code = sample_field(st, table, k0, Y, G, Sw, L, Zd, W, rtol)
-                sq = math.sqrt(deltas[k])
-                acc = -2.0 * e0
-                for sgn in (1.0, -1.0):               # antithetic pair +-G
-                    if code != STATUS_OK:
-                        break
-                    for i in range(n):
-                        for c in range(d):
-                            Z[i, c] = Y[i, c] + sgn * sq * W[i, c]
-                    code = project_rows(Z, Xn)
-                    acc += _functional(Xn, kind, beta, avec)
-                if code != STATUS_OK:
-                    status[p] = code
-                    out[p, k] = np.nan
-                else:
-                    out[p, k] = acc / (2.0 * deltas[k] * norm)
-            if n == 2:
-                _controls(Zd, cv[p])
-    return out, status, cv
-
-
-N_CONTROLS = 9
-
-
-@njit(cache=True)
-def _controls(Zd, out):
-    """Mean-zero functions of a two-token path's standard normals Zd (the sampler's: row 0 drives the first
-    token, row 1 the second given the first): Z^2 - 1 and Z_0 Z_1 for coordinate 1 (the separation of
-    ``two_tokens``), coordinate 0 and the sum over coordinates >= 2.  They have mean 0 whatever the
-    model, so subtracting any fixed multiple of them leaves the mean unchanged."""
-    d = Zd.shape[1]
-    for j in range(N_CONTROLS):
-        out[j] = 0.0
-    for c in range(d):
-        g = 1 if c == 1 else (0 if c == 0 else 2)
-        out[g] += Zd[1, c] * Zd[1, c] - 1.0
-        out[3 + g] += Zd[0, c] * Zd[0, c] - 1.0
-        out[6 + g] += Zd[0, c] * Zd[1, c]
-
-
-RICHARDSON = np.array([1.0, -6.0, 8.0]) / 3.0       # weights of A_0, A_1, A_2 (delta, delta/2, delta/4)
-
-
-def _run(X0, kf, beta, n_paths, seed, stream, delta, attention, kind, avec):
-    """(per-path A_0, A_1, A_2, per-path control variates) of functional `kind` from X0 (see the kernel)."""
-    from .attention import Attention
-    from .fields import STATUS_OK as OK
-    from .rng import path_seeds
-    from ..errors import SimulationError
-    if attention is None:
-        e = np.zeros((1, X0.shape[1], X0.shape[1]))
-        attention = Attention(False, float(beta), e, e, e)
+def _run(X0, kf, beta, n_paths, seed, stream, delta, attention, kind, avec, model):
+    """(per-path A_0, A_1, A_2, per-path control variates) of functional `kind` from X0 (experiments.pair_layer)."""
+    from .rng import as_key
     if delta is None:
-        v = 0.0 if not attention.on else float(np.abs(attention.Vt).sum(axis=0).max(initial=0.0))
+        v = 0.0 if attention is None or not attention.on else float(np.abs(attention.Vt).sum(axis=0).max(initial=0.0))
         delta = default_delta(float(kf.k0), X0.shape[1], float(beta), v)
-    deltas = np.array([delta, delta / 2, delta / 4])
-    A, status, cv = _initial_rate_kernel(X0, np.ascontiguousarray(kf.table), float(kf.k0), float(beta), deltas,
-                                         path_seeds(seed, n_paths, stream), attention, 1e-13, kind, avec)
-    if np.any(status != OK):
-        raise SimulationError(f"exact-layer rate: sampler status {int(status[status != OK][0])}")
-    return A, cv
+    return pair_layer(model, kf, X0, kind, n_paths, as_key(seed, "layer-rate", stream), delta, levels=3,
+                      beta=beta, a=avec, attention=attention)
 
 
-def initial_rate_paths(X0, kf, beta: float, n_paths: int, seed: int, *, stream: int = 0,
-                       delta: float | None = None, attention=None):
+def initial_rate_paths(X0, kf, beta: float, n_paths: int, seed, *, stream: int = 0,
+                       delta: float | None = None, attention=None, model: str = "gaussian"):
     """(per-path Richardson estimates of d/dt log E[E_beta] at t = 0 from X0, per-path A_0, A_1, A_2,
     per-path control variates (two tokens; an empty array otherwise)).
 
-    ``kf``: the kernel (its ``table`` and ``k0``); ``attention``: an ``attention.Attention``
-    (None: attention off).  Deterministic per path seed (``numeric.rng.path_seeds``)."""
-    X0 = np.ascontiguousarray(X0, dtype=float)
-    A, cv = _run(X0, kf, beta, n_paths, seed, stream, delta, attention, 0, np.zeros(1))
+    ``kf``: the kernel (its ``table`` and ``k0``; a field model's constants); ``attention``: an
+    ``attention.Attention`` (None: attention off); ``model``: the registered field model whose layer runs."""
+    A, cv = _run(np.ascontiguousarray(X0, dtype=float), kf, beta, n_paths, seed, stream, delta, attention,
+                 "energy", None, model)
     return A @ RICHARDSON, A, cv
 
 
-def rate_estimate(X0, kf, beta: float, n_paths: int, seed: int, *, stream: int = 0, delta: float | None = None,
-                  attention=None, log_distance: bool = False) -> tuple[float, float, int]:
+def rate_estimate(X0, kf, beta: float, n_paths: int, seed, *, stream: int = 0, delta: float | None = None,
+                  attention=None, log_distance: bool = False, model: str = "gaussian") -> tuple[float, float, int]:
     """(estimate, standard error, paths) of the initial rate d/dt log E[E_beta] from X0, or with
     ``log_distance`` (two tokens) of d/dt E log |x_0 - x_1| (lambda_1 as the tokens' distance -> 0).
 
-    Two tokens: the per-path Richardson values minus the control variates (``_controls``, mean 0)
-    times coefficients fitted by least squares on the *other* half of the paths (cross-fitting:
-    each half's coefficients are independent of the half they correct, so the estimate stays
-    unbiased); the standard error is that of the corrected values.  Other N: the plain mean."""
-    X0 = np.ascontiguousarray(X0, dtype=float)
-    A, cv = _run(X0, kf, beta, n_paths, seed, stream, delta, attention, 3 if log_distance else 0, np.zeros(1))
+    Two tokens: the per-path Richardson values minus the control variates (``experiments.pair_controls``,
+    mean 0) cross-fitted (``experiments.cross_fit``); the standard error is that of the corrected
+    values.  Other N: the plain mean."""
+    A, cv = _run(np.ascontiguousarray(X0, dtype=float), kf, beta, n_paths, seed, stream, delta, attention,
+                 "log_distance" if log_distance else "energy", None, model)
     R = A @ RICHARDSON
-    if cv.shape[0] == 0 or R.size < 8 * N_CONTROLS:
-        return float(R.mean()), float(R.std(ddof=1) / math.sqrt(R.size)), int(R.size)
-    halves = (np.arange(R.size) % 2 == 0, np.arange(R.size) % 2 == 1)
-    adj = np.empty_like(R)
-    for this, other in (halves, halves[::-1]):
-        coef, *_ = np.linalg.lstsq(cv[other], R[other] - R[other].mean(), rcond=None)
-        adj[this] = R[this] - cv[this] @ coef
-    return float(adj.mean()), float(adj.std(ddof=1) / math.sqrt(adj.size)), int(adj.size)
-
-
+    if cv.shape[0] > 0 and R.size >= 8 * cv.shape[1]:
+        R = cross_fit(R, cv)
+    return float(R.mean()), float(R.std(ddof=1) / math.sqrt(R.size)), int(R.size)
 
 
 FUNCTIONALS = {"energy": 0, "linear": 1, "quadratic": 2}
 
 
-def initial_functional_rate_paths(X0, kf, functional: str, n_paths: int, seed: int, *, a=None, beta: float = 0.0,
-                                  stream: int = 0, delta: float | None = None, attention=None):
+def initial_functional_rate_paths(X0, kf, functional: str, n_paths: int, seed, *, a=None, beta: float = 0.0,
+                                  stream: int = 0, delta: float | None = None, attention=None,
+                                  model: str = "gaussian"):
     """Per-path Richardson estimates of d/dt E F(X_t) at t = 0 (not normalised), the same exact layers,
     shared and antithetic noise as :func:`initial_rate_paths`, for F = "energy" (sum_{i<j} f~(u_ij)),
     "linear" ((1/N) sum_i <a, x_i>) or "quadratic" ((1/N) sum_i <a, x_i>^2): the evidence of the
     ``spde_weak_form`` claim.  Returns (estimates, per-path A_0, A_1, A_2)."""
     X0 = np.ascontiguousarray(X0, dtype=float)
-    kind = FUNCTIONALS[functional]
-    avec = np.zeros(X0.shape[1]) if a is None else np.ascontiguousarray(a, dtype=float)
-    A, _ = _run(X0, kf, beta, n_paths, seed, stream, delta, attention, kind, avec)
-    if kind == 0:                 # the kernel returns the energy's log-rate: undo the normalisation
-        A = A * _energy(X0, float(beta))
+    if functional not in FUNCTIONALS:
+        raise KeyError(functional)
+    A, _ = _run(X0, kf, beta, n_paths, seed, stream, delta, attention, functional, a, model)
+    if functional == "energy":     # the experiment returns the energy's log-rate: undo the normalisation
+        A = A * energy(X0, float(beta))
     return A @ RICHARDSON, A
 
 
