@@ -3,7 +3,8 @@
 Every sub-command lives in its own module of this package and exposes
 ``register(subparsers)``; the module adds its parser and sets ``func``.
 Any :class:`~sssn_verify.errors.SSSNError` (bad input, blow-up) becomes a
-one-line message on stderr and exit code 2; Ctrl-C exits 130 with one line; a
+one-line message on stderr and exit code 2; Ctrl-C exits 130 with one line (SIGTERM and
+SIGHUP: 128 + the signal's number, with one line); a
 closed pipe (``| head``) ends quietly; any other exception is a bug: one line
 asking for a report, the traceback saved to a file, exit code 3
 (``SSSN_VERIFY_DEBUG=1`` re-raises it instead).
@@ -87,7 +88,50 @@ def _quiet_pipe_exit() -> int:
     return 141          # what a shell reports for a filter ended by SIGPIPE
 
 
+class _Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived: the run stops with one line, like Ctrl-C."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signal(signum, frame):
+    raise _Terminated(signum)
+
+
+def _catch_signals():
+    """SIGTERM/SIGHUP raise _Terminated (so a signal never kills without its line); returns the
+    previous handlers to restore (none off the main thread, where handlers cannot be set)."""
+    import signal
+    saved = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        try:
+            saved[sig] = signal.signal(sig, _on_signal)
+        except (ValueError, OSError):
+            pass
+    return saved
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one sub-command (exit codes: see :func:`_main`); SIGTERM/SIGHUP end it with one line."""
+    saved = _catch_signals()
+    try:
+        return _main(argv)
+    except _Terminated as exc:
+        import signal
+        print(f"sssn-verify: stopped by {signal.Signals(exc.signum).name}", file=sys.stderr)
+        return 128 + exc.signum
+    finally:
+        import signal
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def _main(argv: list[str] | None = None) -> int:
     """Run one sub-command.  Exit codes: 0 success (or a passing check), 1 a failed
     verification/rejected candidate, 2 bad input (one line on stderr), 3 an internal
     error (one line, traceback saved to a file), 130 interrupted."""
