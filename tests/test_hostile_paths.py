@@ -71,3 +71,11 @@ def test_bogus_mplbackend_still_writes_the_figure(tmp_path):
                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_printed_paths_carry_no_escape_sequences(tmp_path, capsys):
+    target = tmp_path / "e\x1b[2J\x1b]0;x\x07.npz"
+    code, out, err, _ = run(["simulate", "gaussian", "--depth", 2, "--no-progress", "--out", target], capsys)
+    assert code == 0, err
+    assert "\x1b" not in out + err and "\x07" not in out + err
+    assert "<U+001B>" in out and target.exists()

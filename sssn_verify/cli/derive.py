@@ -183,9 +183,9 @@ def run_latex(args: argparse.Namespace) -> int:
         raise ParameterError("out", args.out, "must be a folder path")
     result = write_document(args.out, compile_pdf=not args.no_pdf, report=args.with_report,
                             implementation_map=args.implementation_map)
-    print(f"wrote {result['tex']}")
+    print(f"wrote {terminal(result['tex'])}")
     if result["pdf"]:
-        print(f"wrote {result['pdf']} ({result['engine']}: {result['pages']} pages, "
+        print(f"wrote {terminal(result['pdf'])} ({result['engine']}: {result['pages']} pages, "
               f"{result['overfull']} overfull boxes)")
     elif result.get("engine"):
         print(f"{result['engine']} failed: {terminal(result.get('error', ''))}")

@@ -15,6 +15,7 @@ import sys
 
 import numpy as np
 
+from ..escape import terminal
 from ..errors import ParameterError
 from ..params import MODEL_DEFAULTS, check_int, check_real
 from ..executor import add_cli_options
@@ -121,7 +122,7 @@ def run(args) -> int:
     if fmt != "text":
         print_frame(phase_frame(act, args.x, args.y, xs, ys, base), fmt)
         return 0
-    print(f"wrote {out}: {int(np.sum(code == BOTH_NEGATIVE))}/{code.size} grid points with both rates negative")
+    print(f"wrote {terminal(out)}: {int(np.sum(code == BOTH_NEGATIVE))}/{code.size} grid points with both rates negative")
     if emp is not None:
         s = emp.to_dict()["summary"]
         print(f"Monte Carlo ({emp.budget['paths']} paths, L={emp.budget['depth']}, simultaneous level "

@@ -19,6 +19,7 @@ import sys
 import numpy as np
 
 from ..errors import ParameterError
+from ..escape import terminal
 from ..numeric.models import REGISTRY
 from ..outputs import IMAGE_EXTENSIONS, output_path, write_atomic
 from ..params import load_attention
@@ -123,10 +124,10 @@ def run(args: argparse.Namespace) -> int:
     if model.driver == "coupled":
         errs = ", ".join(f"m={w}: {e:.3g}" for w, e in zip(res.widths, (res.max_dev ** 2).mean(axis=0)))
         print(f"coupled: P={args.paths} N={params.n_tokens} d={params.d} L={args.depth}: E max_l max_i "
-              f"|x^m - x^{res.widths[-1]}|^2 {errs}; saved {out}" + (f" and {plot_path}" if plot_path else ""))
+              f"|x^m - x^{res.widths[-1]}|^2 {errs}; saved {terminal(out)}" + (f" and {terminal(plot_path)}" if plot_path else ""))
         return 0
     mean_e = res.energy.mean(axis=0)
     print(f"{args.model}: P={args.paths} N={params.n_tokens} d={params.d} L={args.depth}: "
           f"mean E_0 {mean_e[0]:.4g} -> {mean_e[-1]:.4g}; saved "
-          f"{out}" + (f" and {plot_path}" if plot_path else ""))
+          f"{terminal(out)}" + (f" and {terminal(plot_path)}" if plot_path else ""))
     return 0

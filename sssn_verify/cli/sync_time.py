@@ -13,6 +13,7 @@ import argparse
 import sys
 
 
+from ..escape import terminal
 from ..errors import ParameterError
 from ..outputs import output_path, write_atomic
 from ..sync_time import censored_ks
@@ -104,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{s['horizon']:.4g}: {s['reached']:.4f} (predicted {s['predicted_reached']:.4f}); "
                   f"Kolmogorov-Smirnov p = {s['ks_pvalue']:.3g}")
         if plot_path is not None:
-            print(f"saved {plot_path}")
+            print(f"saved {terminal(plot_path)}")
     return 0
 
 

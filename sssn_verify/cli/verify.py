@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..escape import terminal
 from ..errors import ParameterError
 from ..executor import add_cli_options
 from ..params import check_int
@@ -103,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         print(table(suite))
         print(exploration.table())
         if paths:
-            print(f"report written to {args.report} (report.html, report.md, report.json, "
+            print(f"report written to {terminal(args.report)} (report.html, report.md, report.json, "
                   f"{len(paths.get('figures', []))} figures as PNG and PDF"
                   f"{', summary.pdf' if paths.get('summary') else ''}; exploration.json)")
     sys.stdout.flush()
