@@ -59,9 +59,12 @@ def test_example_pvalue_bonferroni_and_deterministic_failure():
     assert example_pvalue(r) == 0.0
 
 
-def test_suite_writes_json_figure_and_report_section(tmp_path):
+def test_suite_writes_json_figure_and_report_section(tmp_path, monkeypatch):
+    import copy
+
     from test_report import SCHEMA, fake_suite
 
+    import sssn_verify.report as report
     from sssn_verify.report import write_report
     res = explore_suite(["lyapunov", "kernel"], 1, seed=4, report_dir=str(tmp_path))
     d = res.to_dict()
@@ -69,7 +72,12 @@ def test_suite_writes_json_figure_and_report_section(tmp_path):
     assert [c["claim"] for c in d["claims"]] == ["lyapunov", "kernel"]
     json.dumps(d, allow_nan=False)
     assert not os.path.exists(tmp_path / "explore_lyapunov.png")     # explore returns data; report renders
-    # the report: per claim the domain, the number of examples, the table and the figure
+    # below MIN_EXPLORATION_POINTS examples a claim gets no figure
+    few = copy.deepcopy(res)
+    assert report.exploration_figures(few, tmp_path) == [] and not few.figure_files
+    # the report: per claim the domain, the number of examples, the table and the figure (the
+    # threshold lowered to the one example drawn here, to exercise the drawing)
+    monkeypatch.setattr(report, "MIN_EXPLORATION_POINTS", 1)
     write_report(fake_suite(), tmp_path, exploration=res)
     assert os.path.exists(tmp_path / "explore_lyapunov.png") and os.path.exists(tmp_path / "explore_lyapunov.pdf")
     assert [os.path.basename(f) for f in res.to_dict()["figures"]] == ["explore_lyapunov.png", "explore_kernel.png"]
