@@ -275,12 +275,16 @@ def _chunks(n_paths: int, work: float, progress, desc: str):
 
 
 def _run_chunked(kernel_call, n_paths, work, progress, desc):
+    import numba
+
+    from .numeric.blas_threads import single_threaded_blas
     chunks, bar = _chunks(n_paths, work, progress, desc)
     try:
-        for a, b in chunks:
-            kernel_call(a, b)
-            if bar is not None:
-                bar.update(b - a)
+        with single_threaded_blas(numba.get_num_threads() > 1):  # threads over paths, not in BLAS
+            for a, b in chunks:
+                kernel_call(a, b)
+                if bar is not None:
+                    bar.update(b - a)
     finally:
         if bar is not None:
             bar.close()

@@ -11,7 +11,7 @@ from numba import njit
 from scipy import stats
 
 from sssn_verify.numeric.fields import (STATUS_NOT_PSD, STATUS_OK, correlated_normals, fill_normal,
-                                        kernel_cholesky, psd_cholesky, rng_state)
+                                        kernel_cholesky, mlp_preactivations, psd_cholesky, rng_state)
 from sssn_verify.numeric.kernels import kernel
 
 
@@ -150,3 +150,42 @@ def test_field_covariance_matches_kernel_matrix():
     se = np.sqrt((np.outer(np.diag(Kmat), np.diag(Kmat)) + Kmat ** 2) / n)
     assert np.all(np.abs(emp - Kmat) <= 4.5 * se)
     assert np.any(np.abs(emp - 1.21 * Kmat) > 4.5 * se)
+
+
+@njit(cache=False)  # test-local: never a stale cache of the engine code it calls
+def _preacts(seed, Y, bias, sw, sb, m):
+    st = rng_state(seed)
+    s0 = st[0]
+    n, d = Y.shape
+    Z = np.empty((n, m))
+    code = mlp_preactivations(st, Y, bias, sw, sb, True, Z, np.empty((n, n)), np.empty((n, n)),
+                              np.empty((n, m)), np.empty((1, 1)), np.empty(1), 1e-13)
+    return code, Z, s0, st[0]
+
+
+def test_rank_deficient_exact_preactivations_draw_rank_rows_and_keep_the_law():
+    """N = 7 tokens in d = 2 (with the bias: rank 3): the exact pre-activations consume about
+    3 m words of the generator (not 7 m; counted from the SplitMix64 state, which advances by a
+    constant per word), and their covariance matches sw^2 <y_i, y_j> + sb^2 over 40000 i.i.d.
+    columns (each of the 28 entries |z| <= 4.5); sb = 0.6 instead of 0.5 is rejected."""
+    rng = np.random.default_rng(4)
+    Y = rng.standard_normal((7, 2))
+    Y /= np.linalg.norm(Y, axis=1)[:, None]
+    bias = np.ones(7)
+    sw, sb, m = 1.0, 0.5, 4000
+    golden_inv = pow(0x9E3779B97F4A7C15, -1, 1 << 64)
+    cols = []
+    for seed in range(10):
+        code, Z, s0, s1 = _preacts(seed, Y, bias, sw, sb, m)
+        assert code == STATUS_OK
+        words = ((int(s1) - int(s0)) * golden_inv) % (1 << 64)
+        assert 3 * m <= words <= 3 * m * 1.05, words
+        cols.append(Z)
+    Z = np.concatenate(cols, axis=1)
+    target = sw ** 2 * Y @ Y.T + sb ** 2
+    emp = Z @ Z.T / Z.shape[1]
+    se = np.sqrt((np.outer(np.diag(target), np.diag(target)) + target ** 2) / Z.shape[1])
+    iu = np.triu_indices(7)
+    assert np.max(np.abs((emp - target) / se)[iu]) <= 4.5
+    wrong = sw ** 2 * Y @ Y.T + 0.6 ** 2
+    assert np.max(np.abs((emp - wrong) / se)[iu]) > 4.5

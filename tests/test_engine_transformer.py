@@ -219,3 +219,23 @@ def test_energy_beta_at_tiny_and_subnormal_beta(beta):
     assert energy_beta(Y, beta) == pytest.approx(float(ref), rel=1e-14)
     assert energy_beta_scaled(Y, beta) == pytest.approx(float(ref_scaled), rel=1e-14)
     assert energies_numpy(Y, beta) == pytest.approx(float(ref), rel=1e-14)
+
+
+def test_parallel_kernels_run_blas_on_one_thread_and_restore_it():
+    """While the path-parallel kernels run, every OpenBLAS in the process is set to one thread
+    (no oversubscription: numba's threads already cover the cores); the counts come back after."""
+    import scipy.linalg.cython_blas  # noqa: F401  (numba's np.dot goes through it)
+    from sssn_verify.numeric.blas_threads import _controls, single_threaded_blas
+    try:
+        with open("/proc/self/maps") as fh:
+            loaded = any("openblas" in line.lower() for line in fh)
+    except OSError:  # not Linux: the helper finds nothing and changes nothing
+        loaded = False
+    controls = _controls()
+    assert bool(controls) == loaded
+    before = [g() for g, _ in controls]
+    with single_threaded_blas():
+        assert all(g() == 1 for g, _ in controls)
+    assert [g() for g, _ in controls] == before
+    with single_threaded_blas(False):
+        assert [g() for g, _ in controls] == before

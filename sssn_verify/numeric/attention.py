@@ -115,14 +115,14 @@ def attend(X, att, aw):
     QX, KX, VX, S, A = aw
     n = X.shape[0]
     for h in range(att.Vt.shape[0]):
-        VX[:, :] = np.dot(X, att.Vt[h])
+        np.dot(X, att.Vt[h], VX)
         if n > 1:
-            QX[:, :] = np.dot(X, att.Qt[h])
-            KX[:, :] = np.dot(X, att.Kt[h])
-            S[:, :] = np.dot(QX, KX.T)
+            np.dot(X, att.Qt[h], QX)
+            np.dot(X, att.Kt[h], KX)
+            np.dot(QX, KX.T, S)
             softmax_rows(S, att.beta)
             if h == 0:
-                A[:, :] = np.dot(S, VX)
+                np.dot(S, VX, A)
             else:
                 A[:, :] += np.dot(S, VX)
         elif h == 0:

@@ -1,11 +1,12 @@
 """The one Gaussian sampler of the engine: random numbers, the field at N points, the MLP in law.
 
 * random numbers: a 64-bit SplitMix64 state per path (``rng_state``), normals by the
-  Marsaglia-Tsang ziggurat; a path's numbers depend on its seed alone (any threads, chunks);
+  Marsaglia-Tsang ziggurat (``fill_normal``: blockwise, vectorised); a path's numbers depend on
+  its seed alone (any threads, chunks);
 * the field at N points: ``kernel_cholesky`` + ``correlated_normals``, a pivoted semi-definite
   Cholesky with **no diagonal jitter** (``psd_cholesky``; ``STATUS_NOT_PSD`` for an invalid kernel);
-* the MLP in law (``mlp_preactivations`` / ``mlp_outputs``): exact-in-law through an n x n factor,
-  in a tree basis near coincidence (``nearest_tree``, ``edge_rows``, ``graded_cholesky``,
+* the MLP in law (``mlp_preactivations`` / ``mlp_outputs``): exact-in-law through an n x n factor
+  (normals only for its rank, ``factor_rank``), in a tree basis near coincidence (``nearest_tree``, ``edge_rows``, ``graded_cholesky``,
   ``accumulate_tree``);
 * the width coupling's square roots (``tree_field_cov``, ``graded_sqrt``).
 
@@ -172,10 +173,10 @@ def uniform(state):
 
 
 @njit(cache=True)
-def normal(state):
-    """Standard normal (ziggurat)."""
+def _ziggurat_from(state, u):
+    """The ziggurat draw that starts from the 64-bit word u: the rectangle test, then (rarely)
+    the wedge or the tail with fresh uniforms, and a fresh word when the wedge rejects."""
     while True:
-        u = next_u64(state)
         iz = np.int64(u & _LOW7)
         hz = np.int64(u >> _S32) - 2147483648
         if abs(hz) < _KN[iz]:
@@ -190,14 +191,51 @@ def normal(state):
             return _ZIG_R + xx if hz > 0 else -_ZIG_R - xx
         if _FN[iz] + uniform(state) * (_FN[iz - 1] - _FN[iz]) < math.exp(-0.5 * x * x):
             return x
+        u = next_u64(state)
+
+
+@njit(cache=True)
+def normal(state):
+    """Standard normal (ziggurat)."""
+    return _ziggurat_from(state, next_u64(state))
+
+
+NORMAL_BLOCK = 256  # normals per block of fill_normal
 
 
 @njit(cache=True)
 def fill_normal(state, out):
-    """Fill a C-contiguous array with standard normals."""
+    """Fill a C-contiguous array with standard normals (the ziggurat, blockwise).
+
+    A block of NORMAL_BLOCK consecutive SplitMix64 words is generated and put through the
+    rectangle test in one branch-free loop the compiler vectorises (the state advances by a
+    constant, so word i of the block is ``mix(s + (i + 1) golden)``); the ~1.2 % of words that
+    fail it then finish their ziggurat draw in order (wedge or tail), with their extra uniforms
+    taken from the stream after the block.  Each entry is an exact ziggurat draw (same law as
+    ``normal``; only the order in which the rare extra uniforms are consumed differs), and the
+    numbers depend on the state alone.  About 2x the scalar loop per thread.
+    """
     flat = out.reshape(out.size)
-    for i in range(flat.size):
-        flat[i] = normal(state)
+    n = flat.size
+    raw = np.empty(NORMAL_BLOCK, np.uint64)
+    bad = np.empty(NORMAL_BLOCK, np.int64)
+    for a in range(0, n, NORMAL_BLOCK):
+        nb = min(n - a, NORMAL_BLOCK)
+        s = state[0]
+        for i in range(nb):
+            u = _mix64(s + np.uint64(i + 1) * _GOLDEN)
+            raw[i] = u
+            flat[a + i] = (np.int64(u >> _S32) - 2147483648) * _WN[np.int64(u & _LOW7)]
+        state[0] = s + np.uint64(nb) * _GOLDEN
+        k = 0
+        for i in range(nb):
+            u = raw[i]
+            if not (abs(np.int64(u >> _S32) - 2147483648) < _KN[np.int64(u & _LOW7)]):
+                bad[k] = i
+                k += 1
+        for t in range(k):
+            i = bad[t]
+            flat[a + i] = _ziggurat_from(state, raw[i])
 
 
 # ---------------------------------------------------------------- semi-definite Cholesky
@@ -301,14 +339,35 @@ def kernel_cholesky(k0, G, S, B, rtol):
 
 
 @njit(cache=True)
+def factor_rank(B):
+    """1 + the last column of B with a nonzero entry (0 if none).
+
+    A factor B (B B^T = C) needs standard normals only for its first factor_rank(B) columns:
+    the pivoted factors of this module keep the columns beyond their rank zero, so a
+    rank-deficient covariance (N > d + 1 pre-activations, N > m outputs) costs rank x k
+    normals instead of n x k, exactly in law.
+    """
+    n, k = B.shape
+    for j in range(k - 1, -1, -1):
+        for i in range(n):
+            if B[i, j] != 0.0:
+                return j + 1
+    return 0
+
+
+@njit(cache=True)
 def correlated_normals(state, B, Z, out):
-    """out = B @ Z with Z (n, d) fresh standard normals: rows with covariance B B^T (times I_d)."""
-    fill_normal(state, Z)
+    """out = B @ Z with Z (n, d) fresh standard normals: rows with covariance B B^T (times I_d).
+
+    Only the first ``factor_rank(B)`` rows of Z are drawn (the others meet zero columns).
+    """
     n, d = Z.shape
+    r = factor_rank(B)
+    fill_normal(state, Z.reshape(n * d)[:r * d])
     for i in range(n):
         for c in range(d):
             out[i, c] = 0.0
-        for j in range(n):
+        for j in range(r):
             bij = B[i, j]
             if bij != 0.0:
                 for c in range(d):
@@ -523,12 +582,20 @@ def mlp_preactivations(state, Y, bias, sw, sb, exact, Z, C, L, Xi, Wd, bm, rtol)
         status = graded_cholesky(C, L, rtol)
         if status != STATUS_OK:
             return status
-        fill_normal(state, Xi)
-        accumulate_tree(np.dot(L, Xi), order, parent, Z)
+        r = factor_rank(L)  # <= min(n, d + 1): rank x m normals, not n x m
+        xi = Xi.reshape(n * m)[:r * m].reshape(r, m)
+        fill_normal(state, xi)
+        if r == n:
+            D = np.dot(L, xi)
+        elif r > 0:
+            D = np.dot(np.ascontiguousarray(L[:, :r]), xi)
+        else:
+            D = np.zeros((n, m))
+        accumulate_tree(D, order, parent, Z)
         return STATUS_OK
     fill_normal(state, Wd)
     fill_normal(state, bm)
-    Z[:, :] = np.dot(Y, Wd)
+    np.dot(Y, Wd, Z)
     for i in range(n):
         cb = sb * bias[i]
         for k in range(m):
@@ -540,18 +607,18 @@ TREE_COLUMNS = 32  # hidden units used to pick the output tree (any tree is exac
 
 
 @njit(cache=True)
-def output_factor(H, sa, C, L, rtol, order, parent):
+def output_factor(H, sa, C, L, rtol, order, parent, E):
     """Factor of the outputs' covariance (sa^2/m) <H_i, H_j> in the near-coincidence basis.
 
-    Fills order/parent (tree over the hidden rows), C (the Gram matrix of the tree basis) and L
-    with L L^T = C (``graded_cholesky``); the outputs are ``accumulate_tree(L @ xi)``.
+    Fills order/parent (tree over the hidden rows), E (n, m: the tree basis of the rows), C
+    (its Gram matrix) and L with L L^T = C (``graded_cholesky``); the outputs are
+    ``accumulate_tree(L @ xi)``.
     """
     n, m = H.shape
     zeros = np.zeros(n)
     nearest_tree(H, zeros, 1.0, 0.0, min(m, TREE_COLUMNS), order, parent)
-    E = np.empty((n, m))
     edge_rows(H, order, parent, E)
-    C[:, :] = np.dot(E, E.T)
+    np.dot(E, E.T, C)
     scale = sa * sa / m
     for i in range(n):
         for j in range(n):
@@ -564,14 +631,15 @@ def mlp_outputs(state, H, sa, exact, out, C, L, Zd, Am, rtol):
     """Outputs out (n, d): out[i] = m^{-1/2} sum_k a_k H[i, k], a_k ~ N(0, sa^2 I_d) fresh.
 
     exact: through the n x n covariance (sa^2 / m) <H_i, H_j> in the near-coincidence basis
-    (``output_factor``; C, L work (n, n), Zd (n, d)); otherwise the literal output weights
-    Am (m, d).
+    (``output_factor``; C, L work (n, n), Zd (n, d), Am work (n, m) or any array, then one is
+    allocated); otherwise the literal output weights Am (m, d).
     """
     n, m = H.shape
     if exact:
         order = np.empty(n, np.int64)
         parent = np.empty(n, np.int64)
-        status = output_factor(H, sa, C, L, rtol, order, parent)
+        E = Am if Am.shape[0] == n and Am.shape[1] == m else np.empty((n, m))
+        status = output_factor(H, sa, C, L, rtol, order, parent, E)
         if status != STATUS_OK:
             return status
         D = np.empty(out.shape)
@@ -579,7 +647,7 @@ def mlp_outputs(state, H, sa, exact, out, C, L, Zd, Am, rtol):
         accumulate_tree(D, order, parent, out)
         return STATUS_OK
     fill_normal(state, Am)
-    out[:, :] = np.dot(H, Am)
+    np.dot(H, Am, out)
     f = sa / math.sqrt(m)
     for i in range(n):
         for c in range(out.shape[1]):
@@ -674,15 +742,21 @@ def graded_sqrt(C, A, rtol):
     return STATUS_OK
 
 
-def exact_in_law_choice(n: int, d: int, m: int, rng_cost: float = 8.0) -> tuple[bool, bool]:
-    """Cost model (flops, one normal ~ rng_cost flops) choosing exact-in-law or literal weights.
+def exact_in_law_choice(n: int, d: int, m: int, rng_cost: float = 64.0,
+                        tree_cost: float = 4.0) -> tuple[bool, bool]:
+    """Cost model choosing exact-in-law or literal weights per block (units: one BLAS
+    multiply-add; one normal ~ rng_cost of them, one scalar pass over an element ~ tree_cost).
 
-    Pre-activations: exact n m (rng + n/2 + 1) + n^2 d + n^3/6 vs literal (d+1) m rng + n m d.
-    Outputs: exact n^2 m/2 + n m + n^3/6 + n d (rng + n/2) vs literal m d (rng + n)
-    (the tree basis adds n m for the differences or the sums back along the tree).
+    Calibrated on the benchmark machine (``benchmarks/bench_engine.py`` measures both rates:
+    ~2e8 normals/s from ``fill_normal`` and ~1.3e10 multiply-adds/s in dgemm per thread).
+    With r = min(n, d + 1) and s = min(n, m) the ranks of the two covariances:
+    pre-activations exact r m rng + n r m + tree n m + n^2 d + n^3/6 vs literal (d + 1) m rng
+    + n m d + n m; outputs exact n^2 m (the Gram matrix) + tree n m + n^3/6 + s d (rng + n) vs
+    literal m d (rng + n) + n d.
     """
-    pre_exact = n * m * (rng_cost + n / 2 + 1) + n * n * d + n ** 3 / 6
-    pre_literal = (d + 1) * m * rng_cost + n * m * d
-    out_exact = n * n * m / 2 + n * m + n ** 3 / 6 + n * d * (rng_cost + n / 2)
-    out_literal = m * d * (rng_cost + n)
+    r, q = min(n, d + 1), min(n, m)
+    pre_exact = r * m * rng_cost + n * r * m + tree_cost * n * m + n * n * d + n ** 3 / 6
+    pre_literal = (d + 1) * m * rng_cost + n * m * d + n * m
+    out_exact = n * n * m + tree_cost * n * m + n ** 3 / 6 + q * d * (rng_cost + n)
+    out_literal = m * d * (rng_cost + n) + n * d
     return bool(pre_exact < pre_literal), bool(out_exact < out_literal)

@@ -54,7 +54,7 @@ def _mlp_work(n, d, consts):
     Xi = np.empty((n, m)) if consts.pre_exact else np.empty((1, 1))
     Wd = np.empty((1, 1)) if consts.pre_exact else np.empty((d, m))
     bm = np.empty(1) if consts.pre_exact else np.empty(m)
-    Am = np.empty((1, 1)) if consts.out_exact else np.empty((m, d))
+    Am = np.empty((n, m)) if consts.out_exact else np.empty((m, d))  # exact: the tree-basis rows
     return (np.empty((n, m)), np.empty((n, n)), np.empty((n, n)), Xi, Wd, bm, np.empty((n, d)), Am)
 
 
