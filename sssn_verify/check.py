@@ -43,6 +43,7 @@ from typing import Any
 import sympy as sp
 
 from .errors import CandidateError, ClaimError
+from .numeric.rng import as_key
 from .params import ModelParams, check_int, check_real
 from .stats import _jsonable, agreement_test, deterministic_check
 
@@ -261,7 +262,7 @@ class _PointTest:
     evidence: Any                # claims.base.Evidence
     candidate_value: float | None
     derived_value: float
-    seed: int
+    seed: Any                # the evidence's int seed or Key
     reason: str | None = None
 
     @property
@@ -273,12 +274,12 @@ class _PointTest:
         return self.result.pvalue is None
 
     def summary(self) -> dict[str, Any]:
-        return {"parameters": self.point, "seed": self.seed, "estimate": self.result.estimate,
+        return {"parameters": self.point, "seed": as_key(self.seed).seed, "key": repr(as_key(self.seed)), "estimate": self.result.estimate,
                 "stderr": self.result.stderr, "candidate_value": self.candidate_value,
                 "pvalue": self.result.pvalue, "level": self.result.level, "rejected": self.rejected}
 
 
-def judge_point(claim, cand: Candidate, point: dict[str, Any], seed: int, level: float, *,
+def judge_point(claim, cand: Candidate, point: dict[str, Any], seed, level: float, *,
                 undefined_rejects: bool = False) -> _PointTest:
     """The claim's evidence at `point` against the candidate: a deterministic comparison within
     the evidence's tolerance, or a z-test at `level` with its bias allowance.  A candidate that is
@@ -294,7 +295,7 @@ def judge_point(claim, cand: Candidate, point: dict[str, Any], seed: int, level:
             raise
         cand_value, undefined = None, str(exc)
     derived = cc.derived(v | {"activation": point["activation"]})
-    ev = cc.evidence(point, seed, level)
+    ev = cc.evidence(point, as_key(seed, claim.name), level)
     if undefined is not None:
         r = deterministic_check(claim.name, ev.estimate, math.nan, tol=0.0, error=ev.stderr, method=ev.method)
         r.passed = False
@@ -322,7 +323,7 @@ def search(claim, cand: Candidate, activation: str, given: dict[str, Any], *, se
     record, the shrunk counterexample or None)."""
     from hypothesis import Phase, given as h_given, seed as h_seed, target
 
-    from .explore import _Counterexample, _example_seed, search_settings
+    from .explore import _Counterexample, example_key, search_settings
 
     cc = claim.candidate
     ranges = search_ranges(claim, given)

@@ -1,8 +1,9 @@
 """The Monte Carlo engine: the small public Python API over the numba kernels.
 
 Every function validates its inputs (``ModelParams``, ``check_int``), allocates, seeds
-(``numeric.rng.path_seeds``: one seed per path, so results are bit-identical for any
-thread count and any chunking over paths), calls the parallel kernel of a model
+(``numeric.rng.Key``: `seed` is an int or a Key; the tokens and the dynamics are its named
+sub-streams, one 64-bit state per path, so results are bit-identical for any thread count
+and any chunking over paths), calls the parallel kernel of a model
 (``numeric.models``: the declared models; ``numeric.driver``: the one per-path driver) and
 raises :class:`~sssn_verify.errors.SimulationError` naming the layer and the parameters if a
 path blows up.  Long runs show a tqdm progress bar (chunks of paths).
@@ -41,8 +42,6 @@ from .numeric.attention import operands as _attention
 from .numeric.fields import DEFAULT_RTOL, STATUS_MESSAGES, STATUS_OK
 from .numeric.models import MODELS, Model, ladder_reference
 from .numeric.models.finite_width import MODES
-INIT_STREAM = 0
-DYNAMICS_STREAM = 1
 
 
 @dataclass(frozen=True)
@@ -59,7 +58,7 @@ class SimulationResult:
     depth: int
     width: int | None
     n_paths: int
-    seed: int
+    seed: int | _rng.Key
     init: np.ndarray
     tokens: np.ndarray
     energy: np.ndarray
@@ -133,7 +132,7 @@ class CoupledResult:
     depth: int
     widths: tuple
     n_paths: int
-    seed: int
+    seed: int | _rng.Key
     init: np.ndarray
     tokens: np.ndarray
     energy: np.ndarray
@@ -173,7 +172,7 @@ class TangentResult:
     depth: int
     width: int | None
     n_paths: int
-    seed: int
+    seed: int | _rng.Key
     log_growth: np.ndarray
     rates: np.ndarray
     running: np.ndarray
@@ -197,7 +196,7 @@ class LadderResult:
     depth: int
     factors: np.ndarray
     n_paths: int
-    seed: int
+    seed: int | _rng.Key
     tokens: np.ndarray
     max_dev: np.ndarray
     max_dev_config: np.ndarray
@@ -210,8 +209,14 @@ def _check_params(params) -> ModelParams:
     return params
 
 
-def initial_tokens(params: ModelParams, n_paths: int, seed: int, init=None) -> np.ndarray:
-    """Initial tokens (P, N, d): i.i.d. uniform on the sphere from `seed`, or `init` projected.
+def _seed(seed):
+    """`seed` as recorded in a result: a Key as given, an int validated."""
+    return seed if isinstance(seed, _rng.Key) else check_int("seed", seed, 0)
+
+
+def initial_tokens(params: ModelParams, n_paths: int, seed, init=None) -> np.ndarray:
+    """Initial tokens (P, N, d): i.i.d. uniform on the sphere from `seed` (an int or a Key;
+    the stream ``as_key(seed, "init")``), or `init` projected.
 
     `init` may be (N, d) (the same for every path) or (P, N, d); rows are projected onto
     the sphere, zero or non-finite rows are rejected.
@@ -220,7 +225,7 @@ def initial_tokens(params: ModelParams, n_paths: int, seed: int, init=None) -> n
     n_paths = check_int("n_paths", n_paths, 1)
     N, d = params.n_tokens, params.d
     if init is None:
-        return _rng.uniform_sphere(_rng.generator(seed, INIT_STREAM), (n_paths, N), d)
+        return _rng.uniform_sphere(_rng.as_key(seed, "init").generator(), (n_paths, N), d)
     try:
         x = np.array(init, dtype=float)
     except (TypeError, ValueError):
@@ -298,7 +303,7 @@ def _model(name) -> Model:
 
 # ----------------------------------------------------------------- simulators
 def simulate(model: str, params: ModelParams, depth: int, width: int | None = None, n_paths: int = 1,
-             seed: int = 0, init=None, mode: str = "auto", betas: Sequence[float] = (),
+             seed=0, init=None, mode: str = "auto", betas: Sequence[float] = (),
              store_every: int = 0, progress: bool | None = None,
              rtol: float = DEFAULT_RTOL, *, executor=None, paths=None) -> SimulationResult:
     """Simulate a registered model (``numeric.models.MODELS``: "transformer" with MLP width
@@ -322,14 +327,14 @@ def simulate(model: str, params: ModelParams, depth: int, width: int | None = No
     params = _check_params(params)
     L = check_int("depth", depth, 1)
     P = check_int("n_paths", n_paths, 1)
-    seed = check_int("seed", seed, 0)
+    seed = _seed(seed)
     store_every = check_int("store_every", store_every, 0)
     prep = m.prepare(params, width, mode, params.n_tokens)
     bs = _betas(betas)
     check_simulation(P, params.n_tokens, params.d, L, prep.width, store_every, bs.size)
     a, b = (0, P) if paths is None else (int(paths[0]), int(paths[1]))
     X0 = initial_tokens(params, P, seed, init)[a:b]
-    seeds = _rng.path_seeds(seed, P, DYNAMICS_STREAM)[a:b]
+    seeds = _rng.as_key(seed, "dynamics").path_states(P)[a:b]
     P = b - a
     N, d = params.n_tokens, params.d
     energy = np.zeros((P, L + 1))
@@ -353,7 +358,7 @@ def simulate(model: str, params: ModelParams, depth: int, width: int | None = No
                             traj if store_every > 0 else None, prep.mode, dict(prep.info))
 
 
-def simulate_transformer(params: ModelParams, depth: int, width: int, n_paths: int = 1, seed: int = 0,
+def simulate_transformer(params: ModelParams, depth: int, width: int, n_paths: int = 1, seed=0,
                          init=None, mode: str = "auto", betas: Sequence[float] = (),
                          store_every: int = 0, progress: bool | None = None,
                          rtol: float = DEFAULT_RTOL) -> SimulationResult:
@@ -367,7 +372,7 @@ def simulate_transformer(params: ModelParams, depth: int, width: int, n_paths: i
                     betas, store_every, progress, rtol)
 
 
-def simulate_gaussian(params: ModelParams, depth: int, n_paths: int = 1, seed: int = 0, init=None,
+def simulate_gaussian(params: ModelParams, depth: int, n_paths: int = 1, seed=0, init=None,
                       betas: Sequence[float] = (), store_every: int = 0, progress: bool | None = None,
                       rtol: float = DEFAULT_RTOL) -> SimulationResult:
     """The Gaussian transformer (m = infinity): x' = Pi(y + sqrt(delta) G(y)), G jointly
@@ -376,7 +381,7 @@ def simulate_gaussian(params: ModelParams, depth: int, n_paths: int = 1, seed: i
                     progress, rtol)
 
 
-def simulate_sde(params: ModelParams, depth: int, n_paths: int = 1, seed: int = 0, init=None,
+def simulate_sde(params: ModelParams, depth: int, n_paths: int = 1, seed=0, init=None,
                  betas: Sequence[float] = (), store_every: int = 0, progress: bool | None = None,
                  rtol: float = DEFAULT_RTOL) -> SimulationResult:
     """The limiting SDE by projected Euler with `depth` steps of size T / depth:
@@ -386,7 +391,7 @@ def simulate_sde(params: ModelParams, depth: int, n_paths: int = 1, seed: int = 
 
 
 def simulate_coupled(params: ModelParams, depth: int, widths=(16, 64, 256, math.inf), n_paths: int = 1,
-                     seed: int = 0, init=None, progress: bool | None = None, rtol: float = DEFAULT_RTOL,
+                     seed=0, init=None, progress: bool | None = None, rtol: float = DEFAULT_RTOL,
                      *, executor=None, paths=None, mode: str = "auto") -> CoupledResult:
     """Widths m_1 < .. < m_K (and m = infinity when `widths` holds ``inf`` or ``"inf"``) on one
     noise: nested hidden units and one standard normal xi per layer, F = Khat_m^{1/2} xi,
@@ -403,7 +408,7 @@ def simulate_coupled(params: ModelParams, depth: int, widths=(16, 64, 256, math.
     params = _check_params(params)
     L = check_int("depth", depth, 1)
     P = check_int("n_paths", n_paths, 1)
-    seed = check_int("seed", seed, 0)
+    seed = _seed(seed)
     prep = m.prepare(params, widths, mode, params.n_tokens)
     ws = dict(prep.info)["widths"]
     R = len(ws)
@@ -411,7 +416,7 @@ def simulate_coupled(params: ModelParams, depth: int, widths=(16, 64, 256, math.
     check_simulation(P * R, N, d, L, prep.width, 0, 0)
     a, b = (0, P) if paths is None else (int(paths[0]), int(paths[1]))
     X0 = initial_tokens(params, P, seed, init)[a:b]
-    seeds = _rng.path_seeds(seed, P, DYNAMICS_STREAM)[a:b]
+    seeds = _rng.as_key(seed, "dynamics").path_states(P)[a:b]
     P = b - a
     energy = np.zeros((P, R, L + 1))
     final = np.zeros((P, R, N, d))
@@ -438,7 +443,7 @@ LADDER_KINDS = tuple(name for name, m in MODELS.items() if m.field)
 
 
 def sde_refinement_ladder(params: ModelParams, depth: int, factors: Sequence[int] = (1, 2, 4, 8),
-                          kind: str = "sde", n_paths: int = 1, seed: int = 0, init=None,
+                          kind: str = "sde", n_paths: int = 1, seed=0, init=None,
                           progress: bool | None = None, rtol: float = DEFAULT_RTOL) -> LadderResult:
     """Coupled levels on one Brownian field: the reference (the limit `kind` converges to,
     i.e. the SDE) with `depth` fine steps (factor 1) and, for each other factor f (dividing
@@ -450,7 +455,7 @@ def sde_refinement_ladder(params: ModelParams, depth: int, factors: Sequence[int
     params = _check_params(params)
     n_fine = check_int("depth", depth, 1)
     P = check_int("n_paths", n_paths, 1)
-    seed = check_int("seed", seed, 0)
+    seed = _seed(seed)
     if kind not in LADDER_KINDS:
         raise ParameterError("kind", kind, f"must be one of {', '.join(LADDER_KINDS)}")
     level, ref = MODELS[kind], ladder_reference(kind)
@@ -462,7 +467,7 @@ def sde_refinement_ladder(params: ModelParams, depth: int, factors: Sequence[int
             raise ParameterError("factors", f, f"every factor must divide depth={n_fine}")
     prep = ref.prepare(params)
     X0 = initial_tokens(params, P, seed, init)
-    seeds = _rng.path_seeds(seed, P, DYNAMICS_STREAM)
+    seeds = _rng.as_key(seed, "dynamics").path_states(P)
     N, d = params.n_tokens, params.d
     R = len(fs)
     final = np.zeros((P, R, N, d))
@@ -487,7 +492,7 @@ def sde_refinement_ladder(params: ModelParams, depth: int, factors: Sequence[int
 TANGENT_MODELS = tuple(name for name, m in MODELS.items() if m.driver == "simulate")
 
 
-def tangent_initial(params: ModelParams, n_paths: int, seed: int, init=None, tangent=None,
+def tangent_initial(params: ModelParams, n_paths: int, seed, init=None, tangent=None,
                     n_vectors: int = 1):
     """(x0 (P, d), v0): x0 uniform on the sphere (or `init`, shape (d,) or (P, d), projected);
     v0 (P, d) a uniform unit tangent at x0 (or `tangent` projected onto T_x0); with
@@ -504,7 +509,7 @@ def tangent_initial(params: ModelParams, n_paths: int, seed: int, init=None, tan
         x = np.asarray(init, dtype=float)
         init = x.reshape(1, d) if x.shape == (d,) else (x.reshape(P, 1, d) if x.shape == (P, d) else x)
     x0 = initial_tokens(one, P, seed, init)[:, 0, :]
-    rng = _rng.generator(seed, INIT_STREAM + 2)
+    rng = _rng.as_key(seed, "tangent", "init").generator()
     if tangent is None:
         g = rng.standard_normal((P, d))
         if k > 1:
@@ -528,7 +533,7 @@ def tangent_initial(params: ModelParams, n_paths: int, seed: int, init=None, tan
 
 
 def lyapunov_tangent(params: ModelParams, model: str = "transformer", depth: int = 100,
-                     width: int | None = None, n_paths: int = 1, seed: int = 0, init=None,
+                     width: int | None = None, n_paths: int = 1, seed=0, init=None,
                      tangent=None, mode: str = "auto", progress: bool | None = None,
                      rtol: float = DEFAULT_RTOL, n_vectors: int = 1) -> TangentResult:
     """Lyapunov exponents by the tangent flow of one token (Benettin renormalisation).
@@ -549,12 +554,12 @@ def lyapunov_tangent(params: ModelParams, model: str = "transformer", depth: int
     m = _model(model)
     L = check_int("depth", depth, 1)
     P = check_int("n_paths", n_paths, 1)
-    seed = check_int("seed", seed, 0)
+    seed = _seed(seed)
     k = check_int("n_vectors", n_vectors, 1)
     prep = m.prepare(params, width, mode, 1 + k, tangent=True)
     x0, v0 = tangent_initial(params, P, seed, init, tangent, k)
     v0 = np.ascontiguousarray(v0.reshape(P, k, params.d))
-    seeds = _rng.path_seeds(seed, P, DYNAMICS_STREAM + 1)
+    seeds = _rng.as_key(seed, "tangent", "dynamics").path_states(P)
     logs = np.zeros((P, L + 1, k))
     final = np.zeros((P, params.d))
     status = np.zeros((P, 2), dtype=np.int64)
@@ -590,14 +595,14 @@ class TwoPointResult:
     params: ModelParams
     depth: int
     n_paths: int
-    seed: int
+    seed: int | _rng.Key
     times: np.ndarray
     rho: np.ndarray
     gap: np.ndarray
 
 
 def two_point(params: ModelParams, model: str = "sde", depth: int = 100, rho0: float = 0.5,
-              n_paths: int = 1, seed: int = 0, width: int | None = None, mode: str = "auto",
+              n_paths: int = 1, seed=0, width: int | None = None, mode: str = "auto",
               progress: bool | None = None) -> TwoPointResult:
     """The two-point motion: N = 2 tokens with <x_1, x_2> = rho0 (x_1 = e_1, x_2 in the e_1 e_2
     plane; the laws are rotation invariant when Q, K, V are multiples of I), simulated by any

@@ -20,6 +20,7 @@ import numpy as np
 import sympy as sp
 
 from .errors import ExpressionError, ParameterError, SSSNError
+from .numeric.rng import Key, as_key
 from .params import check_int
 
 #: the default search domain of ``find`` (closed intervals; d is an integer)
@@ -406,12 +407,10 @@ SAMPLE_FACTOR = 4
 DEFAULT_EXPLORE = {"quick": 2, "full": 10}
 
 
-def _example_seed(seed: int, name: str, config: tuple, stage: str) -> int:
-    """A seed that depends on the configuration, not on when it was drawn (so shrinking and
-    replays see the same numbers for the same parameters)."""
-    import hashlib
-    h = hashlib.sha256(repr((int(seed), name, tuple(config), stage)).encode()).digest()
-    return int.from_bytes(h[:4], "little") >> 1
+def example_key(seed, name: str, config: tuple, stage: str) -> Key:
+    """The key of one example: it depends on the configuration, not on when it was drawn (so
+    shrinking and replays see the same numbers for the same parameters)."""
+    return as_key(seed, "explore", name, stage, repr(tuple(config)))
 
 
 def domain_text(strategy) -> str:
@@ -438,7 +437,7 @@ def example_pvalue(result) -> float:
     return 1.0 if not ps else min(1.0, len(ps) * min(ps))
 
 
-def run_example(name: str, mode: str, seed: int, config: tuple, budget: dict | None = None,
+def run_example(name: str, mode: str, seed, config: tuple, budget: dict | None = None,
                 formula: Any = None):
     """The exploration's unit of work: claim `name` checked at one configuration (pure)."""
     from .claims import get_claim
@@ -521,17 +520,17 @@ def explore_claim(name: str, n_examples: int, *, mode: str = "quick", seed: int 
             return {"confirmed": False}          # shrinking budget spent: treated as passing
         level = shrink_level / max_shrinks if shrinking else screen_level
         state["shrinks" if shrinking else "screens"] += 1
-        s1 = _example_seed(seed, name, key, "screen")
+        s1 = example_key(seed, name, key, "screen")
         r1 = run_example(name, mode, s1, key, budget, formula)
         p1 = example_pvalue(r1)
-        rec = {"config": list(key), "stage": "shrink" if shrinking else "screen", "seed": s1,
+        rec = {"config": list(key), "stage": "shrink" if shrinking else "screen", "key": repr(s1),
                "pvalue": p1, "screen_level": level, "rejected": p1 < level, "confirm_pvalue": None,
                "confirmed": False, "seconds": round(r1.seconds, 3)}
         if rec["rejected"]:
-            s2 = _example_seed(seed, name, key, "confirm")
+            s2 = example_key(seed, name, key, "confirm")
             r2 = run_example(name, mode, s2, key, {**(budget or {}), **bigger}, formula)
             p2 = example_pvalue(r2)
-            rec.update(confirm_seed=s2, confirm_pvalue=p2, confirmed=p2 < confirm_level,
+            rec.update(confirm_key=repr(s2), confirm_pvalue=p2, confirmed=p2 < confirm_level,
                        seconds=round(r1.seconds + r2.seconds, 3),
                        headline={"estimate": r2.headline.estimate, "expected": r2.headline.expected,
                                  "stderr": r2.headline.stderr, "check": r2.headline.name})

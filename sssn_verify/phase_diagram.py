@@ -21,7 +21,7 @@ and all cells), so every sign called "negative" or "positive" is right at once w
 probability >= level.  The intervals are statistical: the O(T/L) bias of the layer maps
 (a few per cent of the rate at depth 32) is not in them, so near a boundary the sign is
 left "undecided" or can disagree.  One cell is one task of ``sssn_verify.executor``
-(:func:`confirm_cell`, pure; each cell has its own seed from ``numeric.rng.path_seeds``),
+(:func:`confirm_cell`, pure; each cell has its own key ``Key(seed).child("confirm", row, column)``),
 so the grid runs in-process or on a dask cluster with the same numbers.
 """
 from __future__ import annotations
@@ -223,10 +223,9 @@ def _draw_values(ax, name: str, xs, ys, vals):
 # ----------------------------------------------------------------- empirical phase diagram
 CONFIRM_BUDGET = {"paths": 1000, "depth": 32, "horizon": 1.0, "gap0": 1e-4}
 CONFIRM_LEVEL = 0.99
-CONFIRM_STREAM = 11          # the path_seeds stream that gives each grid cell its seed
 
 
-def confirm_cell(activation: str, point: dict, budget: dict, seed: int) -> dict:
+def confirm_cell(activation: str, point: dict, budget: dict, seed) -> dict:
     """Monte Carlo at one parameter point (a task: pure, plain arguments in and out).
 
     Returns the tangent-flow lambda_1 and the near-synchronization energy rate, each as
@@ -341,12 +340,12 @@ class EmpiricalPhase:
 
 
 def confirm_grid(activation, x: str, y: str, xs, ys, base: dict | None = None, *, budget: dict | None = None,
-                 seed: int = 0, level: float = CONFIRM_LEVEL, executor=None, progress: bool = False) -> EmpiricalPhase:
+                 seed=0, level: float = CONFIRM_LEVEL, executor=None, progress: bool = False) -> EmpiricalPhase:
     """The empirical phase diagram: :func:`confirm_cell` at every (x, y) of the grid, one task per
     cell on `executor` (None: in-process; a worker count, an address, a Client, an Executor)."""
     from .activations import get_activation
     from .executor import Task, using
-    from .numeric.rng import path_seeds
+    from .numeric.rng import as_key
     act = get_activation(activation)
     base = _checked_base(x, y, base)
     b = dict(CONFIRM_BUDGET, **(budget or {}))
@@ -357,18 +356,17 @@ def confirm_grid(activation, x: str, y: str, xs, ys, base: dict | None = None, *
     b["depth"] = check_int("depth", b["depth"], 1)
     b["horizon"] = check_real("horizon", b["horizon"], 0.0, strict=True)
     b["gap0"] = check_real("gap0", b["gap0"], 0.0, strict=True, maximum=0.5)
-    seed = check_int("seed", seed, 0)
+    key = as_key(seed, "confirm")
     level = check_real("level", level, 0.5, maximum=1.0 - 1e-12)
     xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
     n = xs.size * ys.size
-    seeds = path_seeds(seed, n, CONFIRM_STREAM)
     tasks = []
     for j, yv in enumerate(ys):
         for i, xv in enumerate(xs):
             pt = dict(base, **{x: float(xv), y: float(yv)})
             pt["d"] = int(pt["d"])
             tasks.append(Task(f"{x}={xv:g},{y}={yv:g}", confirm_cell,
-                              (act.name, pt, b, int(seeds[j * xs.size + i]))))
+                              (act.name, pt, b, key.child(j, i))))
     with using(executor) as ex:
         outs = ex.run(tasks, desc="phase-diagram --confirm", progress=progress)
         info = ex.describe()
@@ -377,7 +375,7 @@ def confirm_grid(activation, x: str, y: str, xs, ys, base: dict | None = None, *
     def grid(f):
         return np.array([f(o.value) for o in outs], dtype=float).reshape(shape)
 
-    return EmpiricalPhase(act.name, x, y, xs, ys, base, b, seed, level, 1.0 - (1.0 - level) / (2 * n),
+    return EmpiricalPhase(act.name, x, y, xs, ys, base, b, key.seed, level, 1.0 - (1.0 - level) / (2 * n),
                           grid(lambda v: v["lambda1"][0]), grid(lambda v: v["lambda1"][1]),
                           grid(lambda v: v["energy_rate"][0]), grid(lambda v: v["energy_rate"][1]),
                           grid(lambda v: v["derived"]["lambda1"]), grid(lambda v: v["derived"]["lambda_bar"]),

@@ -19,6 +19,7 @@ import numpy as np
 from scipy import stats as _st
 
 from .errors import ParameterError
+from .numeric.rng import as_key
 from .params import check_int, check_real
 
 ALTERNATIVES = ("two-sided", "greater", "less")
@@ -94,6 +95,10 @@ class CheckResult:
     details: dict[str, Any] = field(default_factory=dict)
     min_detectable: float | None = None
     power: float = POWER
+
+    def __post_init__(self):
+        if self.seed is not None:          # an int or a Key: the user's seed is recorded
+            self.seed = as_key(self.seed).seed
 
     @property
     def stochastic(self) -> bool:
@@ -222,7 +227,7 @@ def _pvalue(stat: float, alternative: str, df: float | None) -> float:
 
 
 def agreement_test(name: str, estimate: float, stderr: float, expected: float, *,
-                   level: float = 0.999, n: int, seed: int | None = None,
+                   level: float = 0.999, n: int, seed=None,
                    df: float | None = None, abs_tol: float = 0.0, rel_tol: float = 0.0,
                    alternative: str = "two-sided", method: str = "",
                    details: dict | None = None) -> CheckResult:
@@ -271,7 +276,7 @@ def z_test(name: str, estimate: float, stderr: float, expected: float, **kw) -> 
     return agreement_test(name, estimate, stderr, expected, **kw)
 
 
-def t_test(name: str, sample, expected: float, *, level: float = 0.999, seed: int | None = None,
+def t_test(name: str, sample, expected: float, *, level: float = 0.999, seed=None,
            **kw) -> CheckResult:
     """One-sample t-test of ``mean(sample) = expected`` (see :func:`agreement_test`)."""
     est = mean_ci(sample, 0.95)
@@ -319,7 +324,7 @@ class SlopeFit:
 
 
 def linear_fit(x, y, *, sigma=None, level: float = 0.95, method: str = "ols",
-               n_boot: int = 2000, seed: int = 0) -> SlopeFit:
+               n_boot: int = 2000, seed=0) -> SlopeFit:
     """Fit ``y = a + b x``.
 
     ``method='ols'``: (weighted, with ``sigma`` the standard errors of y) least
@@ -357,7 +362,7 @@ def linear_fit(x, y, *, sigma=None, level: float = 0.95, method: str = "ols",
             se = math.sqrt(cov[1, 1] * max(1.0, scale))
         ci = t_ci(beta[1], se, df, level)
     elif method == "bootstrap":
-        rng = np.random.default_rng(check_int("seed", seed, 0))
+        rng = as_key(seed, "bootstrap").generator()
         idx = rng.integers(0, n, size=(check_int("n_boot", n_boot, 100), n))
         slopes = []
         for row in idx:
@@ -375,7 +380,7 @@ def linear_fit(x, y, *, sigma=None, level: float = 0.95, method: str = "ols",
 
 
 def loglog_slope(x, y, *, stderr=None, level: float = 0.95, method: str = "ols",
-                 seed: int = 0) -> SlopeFit:
+                 seed=0) -> SlopeFit:
     """Slope of ``log y`` against ``log x`` (the rate exponent), with its interval.
 
     ``stderr`` (of y) becomes the delta-method stderr ``stderr/y`` of ``log y``.
@@ -389,7 +394,7 @@ def loglog_slope(x, y, *, stderr=None, level: float = 0.95, method: str = "ols",
 
 
 def path_bootstrap_loglog_slope(x, samples, *, level: float = 0.95, n_boot: int = 1000,
-                                seed: int = 0) -> SlopeFit:
+                                seed=0) -> SlopeFit:
     """Slope of ``log mean(samples[:, r])`` against ``log x[r]`` with a paths bootstrap.
 
     ``samples`` (P, R) holds one value per path and level; levels computed on the same
@@ -410,7 +415,7 @@ def path_bootstrap_loglog_slope(x, samples, *, level: float = 0.95, n_boot: int 
     if np.any(means <= 0):
         raise ParameterError("samples", "<non-positive means>", "log-log fits need positive means")
     beta = proj @ np.log(means)
-    rng = np.random.default_rng(check_int("seed", seed, 0))
+    rng = as_key(seed, "bootstrap").generator()
     P = s.shape[0]
     idx = rng.integers(0, P, size=(check_int("n_boot", n_boot, 100), P))
     boot_means = s[idx].mean(axis=1)             # (B, R)
@@ -423,7 +428,7 @@ def path_bootstrap_loglog_slope(x, samples, *, level: float = 0.95, n_boot: int 
 
 
 def slope_test(name: str, fit: SlopeFit, bound: float, *, level: float = 0.999,
-               direction: str = "at_most", tol: float = 0.0, seed: int | None = None,
+               direction: str = "at_most", tol: float = 0.0, seed=None,
                details: dict | None = None) -> CheckResult:
     """Test a fitted rate exponent against a bound.
 

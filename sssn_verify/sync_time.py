@@ -231,7 +231,7 @@ def two_tokens(d: int, eps0: float) -> np.ndarray:
 
 
 def first_passage_times(params: ModelParams, eps0: float, eps: float, *, model: str = "gaussian",
-                        step: float = 0.005, max_time: float = 10.0, n_paths: int = 1000, seed: int = 0,
+                        step: float = 0.005, max_time: float = 10.0, n_paths: int = 1000, seed=0,
                         segment: int = 200, progress: bool | None = False) -> FirstPassage:
     """Two tokens started eps0 apart, noise only (V = 0), simulated by the engine
     (``model`` "gaussian": the Gaussian transformer with layers of step ``step``; "sde":
@@ -256,7 +256,7 @@ def first_passage_times(params: ModelParams, eps0: float, eps: float, *, model: 
     max_time = check_real("max_time", max_time, step)
     P = check_int("n_paths", n_paths, 2)
     segment = check_int("segment", segment, 1)
-    seed = check_int("seed", seed, 0)
+    key = _rng.as_key(seed, "first-passage")
     sim = {"gaussian": engine.simulate_gaussian, "sde": engine.simulate_sde}.get(model)
     if sim is None:
         raise ParameterError("model", model, "must be 'gaussian' or 'sde'")
@@ -271,7 +271,7 @@ def first_passage_times(params: ModelParams, eps0: float, eps: float, *, model: 
         cap = max(1, int(64e6 / (alive.size * 2 * params.d * 8)) - 1)
         n = min(segment, total - done, cap)
         p = params.with_(n_tokens=2, V=0.0, horizon=n * step)
-        res = sim(p, n, n_paths=alive.size, seed=seed * 1_000_003 + k, init=X[alive], store_every=1,
+        res = sim(p, n, n_paths=alive.size, seed=key.child("segment", k), init=X[alive], store_every=1,
                   progress=progress)
         traj = res.trajectory
         y = np.log(np.linalg.norm(traj[:, :, 0] - traj[:, :, 1], axis=-1))      # (A, n+1)
@@ -284,7 +284,7 @@ def first_passage_times(params: ModelParams, eps0: float, eps: float, *, model: 
         y0, y1 = y[:, :-1], y[:, 1:]
         with np.errstate(over="ignore", divide="ignore"):
             pb = np.where((y0 > b) & (y1 > b), np.exp(-2.0 * (y0 - b) * (y1 - b) / (s2 * step)), 1.0)
-        u = _rng.generator(seed, 1000 + k).random(y1.shape)
+        u = key.child("bridge", k).generator().random(y1.shape)
         hit = (y1 <= b) | (u < pb)
         has = hit.any(axis=1)
         rows = np.nonzero(has)[0]

@@ -30,6 +30,7 @@ from .claims.base import MODES
 from .errors import ParameterError
 from .limits import parse_seeds  # (seeds of a campaign: checked against MAX_SEEDS)
 from .executor import Outcome, Task, using
+from .numeric.rng import Key, recording
 from .params import check_int, check_real
 from .stats import _jsonable, bonferroni, holm, holm_adjusted
 
@@ -399,5 +400,23 @@ def campaign(mode: str = "quick", claims: Iterable[str] | None = None, seeds: It
                           [o.timing() for o in outcomes], info)
 
 
-__all__ = ["verify", "suite_of", "campaign", "run_claim", "parse_seeds", "SuiteResult", "CampaignResult", "DEFAULT_ALPHA"]
+def campaign_plan(mode: str = "quick", claims: Iterable[str] | None = None, seeds: Iterable[int] = (0,), *,
+                  budgets: dict[str, dict] | None = None) -> list[tuple[int, str, Key, int | None]]:
+    """The random streams a campaign draws from: (seed, claim, key, paths) for every stream each claim
+    draws at each seed (paths None: a set-up Generator), once per key and size, in order of first use.
+
+    The claims run in this thread under ``numeric.rng.recording`` (their verdicts are discarded);
+    ``budgets`` overrides entries of a claim's `mode` budget (``{claim: {entry: value}}``: fewer paths
+    give the same keys as long as the configurations stay the same)."""
+    seeds = [check_int("seed", s, 0) for s in seeds]
+    plan = []
+    for s in seeds:
+        for n in _selected(mode, claims):
+            with recording() as log:
+                get_claim(n).run(mode, s, budget=(budgets or {}).get(n))
+            plan += [(s, n, k, p) for k, p in dict.fromkeys(log)]
+    return plan
+
+
+__all__ = ["verify", "suite_of", "campaign", "campaign_plan", "run_claim", "parse_seeds", "SuiteResult", "CampaignResult", "DEFAULT_ALPHA"]
 

@@ -65,7 +65,7 @@ def test_parameters_are_searched_and_the_failure_shrunk(capsys):
     s = out["search"]
     assert s["first_failure"] is not None and s["examples"] > 10 and s["familywise"] == pytest.approx(1e-3)
     assert len(s["screens"]) <= 5 and s["confirmations"][-1]["rejected"]   # confirmed with a fresh seed
-    assert s["confirmations"][-1]["seed"] != s["screens"][0]["seed"]
+    assert s["confirmations"][-1]["key"] != s["screens"][0]["key"]
 
 
 def test_pinned_axes_and_reproducible_from_seed(capsys):

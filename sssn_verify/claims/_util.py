@@ -7,6 +7,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..numeric.rng import as_key
 from ..stats import CheckResult, linear_fit, min_detectable, path_bootstrap_loglog_slope, slope_test
 
 EDGE_START = 1e-10          # u0 = 1 - rho0 of a two-token Monte Carlo when the sup is the edge limit
@@ -92,9 +93,9 @@ def estimates_figure(labels, estimate, stderr, expected, ylabel: str) -> dict:
             "stderr": list(stderr), "expected": list(expected), "ylabel": ylabel}
 
 
-def near_synchronized(n: int, d: int, spread: float, seed: int) -> np.ndarray:
-    """`n` tokens on S^{d-1} near e_1: e_1 + spread * N(0, I), normalised."""
-    rng = np.random.default_rng(np.random.SeedSequence(entropy=seed, spawn_key=(51,)))
+def near_synchronized(n: int, d: int, spread: float, seed) -> np.ndarray:
+    """`n` tokens on S^{d-1} near e_1: e_1 + spread * N(0, I), normalised (`seed`: an int or a Key)."""
+    rng = as_key(seed, "near-synchronized").generator()
     x = np.zeros((n, d))
     x[:, 0] = 1.0
     x += spread * rng.standard_normal((n, d))

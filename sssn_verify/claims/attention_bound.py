@@ -110,7 +110,7 @@ def check(formula, budget: dict, seed: int, level: float):
     zero_cases = []
     for ci, (H, d, N, beta) in enumerate(configs(budget, CONFIGS)):
         H, d, N, beta = int(H), int(d), int(N), float(beta)
-        rng = _rng.generator(seed, 7919 * ci + 11)
+        rng = _rng.as_key(seed, "config", ci).generator()
         for t in range(n_qkv):
             Q, K, V = rng.standard_normal((3, H, d, d)) / np.sqrt(d)
             if t % 3 == 2:          # value maps v_h I (v_h >= 0) with generic Q, K: not energy-lowering if beta > 0

@@ -7,7 +7,7 @@ A claim module builds one :class:`Claim`::
         statement="The top Lyapunov exponent is ((d-3) k1 - (d-1) k0)/2",
         derivation="lyapunov",              # sssn_verify.symbolic name (None if no sympy result)
         formula=lambda: <the derived formula as a fast callable>,
-        checker=check,                      # checker(formula, budget, seed, level) -> [CheckResult]
+        checker=check,                      # checker(formula, budget, key, level) -> [CheckResult]
         statistic="tangent-flow log-growth rate, mean over paths",
         level=0.999,                        # confidence level of each of its checks
         tolerance="|mean - formula| <= 0.03 |formula| (time-step bias allowance)",
@@ -15,7 +15,8 @@ A claim module builds one :class:`Claim`::
     )
 
 ``Claim.run(mode, seed)`` evaluates the formula *from the derivation*, runs the
-checker at the mode's budget and returns a :class:`ClaimResult`.  Passing a
+checker at the mode's budget with the key ``as_key(seed, name)`` (the checker names its
+sub-streams from it, ``key.child("one-step", i)``) and returns a :class:`ClaimResult`.  Passing a
 different ``formula`` to ``run`` feeds that (possibly wrong) formula through the
 very same checker: this is what the mutation tests do.
 """
@@ -26,12 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..errors import ClaimError, ParameterError
-from ..params import check_int, check_real
+from ..numeric.rng import Key, as_key
+from ..params import check_real
 from ..stats import CheckResult, _jsonable
 
 MODES = ("quick", "full")
 
-Checker = Callable[[Any, dict, int, float], list[CheckResult]]
+Checker = Callable[[Any, dict, Key, float], list[CheckResult]]
 
 
 @dataclass
@@ -44,7 +46,7 @@ class ClaimResult:
     derived: str
     checks: list[CheckResult]
     mode: str
-    seed: int
+    seed: int                      # the user's seed (the checker's key is as_key(seed, name))
     level: float
     seconds: float
     budget: dict[str, Any] = field(default_factory=dict)
@@ -121,7 +123,7 @@ class CandidateCheck:
       constants at the point; ``sw``, ``sb``, ``sa``, ``r`` are accepted as short names);
     * ``axes``: the parameters a point is made of (``d``, ``rho``, ``beta`` and the sigmas);
     * ``derived(point)``: the derived formula at a point (to choose where a candidate differs);
-    * ``evidence(point, seed, level)``: independent numbers (:class:`Evidence`);
+    * ``evidence(point, key, level)``: independent numbers (:class:`Evidence`) from the Key `key`;
     * ``error_scale(point, derived)``: a rough size of the evidence's error (for choosing points);
     * ``admissible(point)``: False where the quantity does not exist (e.g. k1 = +inf);
     * ``domain``: the search ranges of ``check`` per axis, ``{axis: (low, high)}`` (default: the
@@ -191,7 +193,7 @@ class Claim:
         import sympy as sp
         return sp.sstr(derive(self.derivation).result)
 
-    def run(self, mode: str = "quick", seed: int = 0, *, level: float | None = None,
+    def run(self, mode: str = "quick", seed=0, *, level: float | None = None,
             formula: Any = None, budget: dict[str, Any] | None = None) -> ClaimResult:
         """Check the claim at the mode's budget.
 
@@ -201,20 +203,20 @@ class Claim:
         """
         if mode not in MODES:
             raise ParameterError("mode", mode, f"one of {', '.join(MODES)}")
-        seed = check_int("seed", seed, 0)
+        key = as_key(seed, self.name)
         lvl = self.level if level is None else check_real("level", level, 0.0, strict=True,
                                                            maximum=1.0 - 1e-15)
         b = dict(self.budgets[mode])
         b.update(budget or {})
         t0 = time.perf_counter()
         predicted = self.formula() if formula is None else formula
-        checks = self.checker(predicted, b, seed, lvl)
+        checks = self.checker(predicted, b, key, lvl)
         try:
             derived = self.derived()
         except Exception as exc:  # the derivation itself is checked by its own tests
             derived = f"<derivation failed: {exc}>"
         return ClaimResult(self.name, self.title, self.statement, derived, list(checks), mode,
-                           seed, lvl, time.perf_counter() - t0, budget=b, statistic=self.statistic,
+                           key.seed, lvl, time.perf_counter() - t0, budget=b, statistic=self.statistic,
                            tolerance=self.tolerance, derived_kind=self.derived_kind, power=self.power)
 
     def describe(self) -> dict[str, Any]:

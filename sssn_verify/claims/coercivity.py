@@ -30,6 +30,7 @@ import sympy as sp
 from ..bridge import function
 from ..numeric.kernels import kernel as numeric_kernel
 from ..numeric.layer_rates import edge_ratio, quadrature_kernel, rate_estimate, sup_ratio
+from ..numeric.rng import as_key
 from ..stats import agreement_test, deterministic_check, min_detectable
 from ..symbolic.dissipation import coercivity as coercivity_derivation
 from ..strategies import claim_configs
@@ -103,8 +104,8 @@ def check(formula: Characterization, budget: dict, seed: int, level: float):
     for i, (act, d, sw, sb) in enumerate(MC[: int(budget["n_mc"])]):
         edge, _ = predicted(formula, act, d, sw, sb, 1.0, 0.0)
         kf = numeric_kernel(act, sw, sb, 1.0)       # the Monte Carlo samples the model's own field
-        x0 = near_synchronized(8, d, 0.01, seed + 13 * i)
-        m, se, n = rate_estimate(x0, kf, 0.0, int(budget["paths"]), seed, stream=300 + i)
+        x0 = near_synchronized(8, d, 0.01, as_key(seed, "start", i))
+        m, se, n = rate_estimate(x0, kf, 0.0, int(budget["paths"]), as_key(seed, "rate", i))
         parts.append(agreement_test(f"{act} d={d} sb={sb}: energy {'decays' if edge else 'grows'}",
                                     m, se, 0.0, level=level, n=n, seed=seed,
                                     alternative="greater" if edge else "less",

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..engine import sde_refinement_ladder, simulate_coupled, simulate_gaussian, simulate_sde, simulate_transformer
 from ..params import ModelParams
+from ..numeric.rng import as_key
 from ..stats import agreement_test, mean_ci
 from ._util import combine, estimates_figure
 from ..strategies import claim_configs
@@ -58,11 +59,11 @@ def error_table(p: ModelParams, table: dict, seed: int) -> dict:
     widths = [int(m) for m in table["widths"]]
     n_fine, P = int(table["n_fine"]), int(table["paths"])
     lad = sde_refinement_ladder(p, depth=n_fine, factors=(1, *[n_fine // L for L in depths]), kind="gaussian",
-                                n_paths=P, seed=seed, progress=False)
+                                n_paths=P, seed=as_key(seed, "table", "ladder"), progress=False)
     dep = lad.max_dev[:, 1:] ** 2                                     # (P, len(depths))
     rows, ses, width_err = [], [], []
     for j, L in enumerate(depths):
-        w = simulate_coupled(p, L, (*widths, math.inf), n_paths=P, seed=seed + 1 + j,
+        w = simulate_coupled(p, L, (*widths, math.inf), n_paths=P, seed=as_key(seed, "table", "coupled", j),
                              progress=False).max_dev ** 2            # (P, len(widths))
         d_mean, d_var = dep[:, j].mean(), dep[:, j].var(ddof=1) / P
         w_mean, w_var = w.mean(axis=0), w.var(axis=0, ddof=1) / P

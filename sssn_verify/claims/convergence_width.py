@@ -27,6 +27,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ..engine import simulate_coupled
+from ..numeric.rng import as_key
 from ..params import ModelParams
 from ..stats import path_bootstrap_loglog_slope, slope_test
 from ..strategies import claim_configs
@@ -101,7 +102,7 @@ def _one(config, exponent: float, budget: dict, seed: int, level: float):
 
 def check(exponent, budget: dict, seed: int, level: float):
     a = float(exponent)
-    pairs = [_one(c, a, budget, seed, level) for c in configs(budget, CONFIGS)]
+    pairs = [_one(c, a, budget, as_key(seed, "config", i), level) for i, c in enumerate(configs(budget, CONFIGS))]
     if len(pairs) == 1:
         return list(pairs[0])
     return [combine(f"bound: width slope <= {a:g}", [b for b, _ in pairs], level,

@@ -39,7 +39,7 @@ from ..numeric.attention import Attention
 from ..numeric.kernels import kernel as numeric_kernel
 from ..numeric.layer_rates import edge_ratio, quadrature_kernel, rate_estimate, sup_ratio, two_tokens
 from ..numeric.rates import c_att, lambda_bar
-from ..numeric.rng import generator
+from ..numeric.rng import as_key
 from ..stats import agreement_test, deterministic_check
 from ..symbolic.dissipation import edge_rate
 from ..strategies import claim_configs
@@ -86,9 +86,9 @@ def independent_kernel(act, sw, sb, sa):
     return quadrature_kernel(act, sw, sb, sa)
 
 
-def starts(n: int, d: int, seed: int) -> dict:
+def starts(n: int, d: int, seed) -> dict:
     """Spread-out (uniform on the sphere) and nearly antipodal (half the tokens near e_1, half near -e_1)."""
-    rng = generator(seed, stream=52)
+    rng = as_key(seed, "starts").generator()
     z = rng.standard_normal((n, d))
     x = np.zeros((n, d))
     x[: n // 2, 0], x[n // 2:, 0] = 1.0, -1.0
@@ -124,16 +124,17 @@ def check(formula: DissipationFormula, budget: dict, seed: int, level: float):
                                        method="generator of one exact Gaussian layer at u = 1e-14"))
         u0 = EDGE_START if arg >= 1.0 else 1.0 - arg
         mkf = numeric_kernel(act, sw, sb, sa)          # the Monte Carlo samples the model's own field
-        m, se, n = rate_estimate(two_tokens(d, u0), mkf, beta, int(budget["paths"]), seed, stream=100 + i)
+        m, se, n = rate_estimate(two_tokens(d, u0), mkf, beta, int(budget["paths"]),
+                               as_key(seed, "sharp", i))
         sharp.append(agreement_test(f"{tag}: initial rate of E f(rho_t) from rho0 = {1 - u0:.10g}", m, se, lam,
                                     level=level, n=n, seed=seed,
                                     method="exact layers, antithetic, Richardson over delta/1,2,4, "
                                            "cross-fitted control variates"))
         ca = float(formula.c_att(beta, np.eye(d), np.eye(d), V * np.eye(d)))
         att = _attention(d, beta, V)
-        for name, X0 in starts(BOUND_TOKENS, d, seed + i).items():
-            mb, seb, nb = rate_estimate(X0, mkf, beta, int(budget["paths_bound"]), seed,
-                                        stream=200 + 2 * i + (name != "spread-out"), attention=att)
+        for name, X0 in starts(BOUND_TOKENS, d, as_key(seed, "bound", i)).items():
+            mb, seb, nb = rate_estimate(X0, mkf, beta, int(budget["paths_bound"]),
+                                        as_key(seed, "bound", i, name), attention=att)
             bound.append(agreement_test(f"{tag} V={V:g} I: {name} start, rate of E E_beta <= lambda_bar + C_att",
                                         mb, seb, lam + ca, level=level, n=nb, seed=seed, alternative="greater",
                                         method="exact layers, antithetic, Richardson over delta/1,2,4",

@@ -32,7 +32,7 @@ from ..engine import simulate_transformer
 from ..numeric.kernels import kernel as numeric_kernel
 from ..numeric.experiments import model_constants
 from ..numeric.one_step import one_step_moments
-from ..numeric.rng import generator, uniform_sphere
+from ..numeric.rng import as_key, uniform_sphere
 from ..params import ModelParams, check_int, check_real
 from ..stats import POWER, agreement_test, mean_ci
 from ..symbolic.ito import general_drift, isotropic_drift_coefficient
@@ -99,7 +99,7 @@ def derived_formula() -> ItoFormula:
     return ItoFormula(derived_coefficient(), _derived_general)
 
 
-def one_step_coefficient(params: ModelParams, *, seed: int, n_paths: int, delta: float, width: int):
+def one_step_coefficient(params: ModelParams, *, seed, n_paths: int, delta: float, width: int):
     """Monte Carlo gamma: Richardson (2 Y(delta) - Y(2 delta)) of Y = (<x', e1> - 1)/delta over
     one noise-only layer of the width-`width` transformer; same seed = same weights for both steps.
 
@@ -121,7 +121,7 @@ def one_step_coefficient(params: ModelParams, *, seed: int, n_paths: int, delta:
 
 
 def _general_sigma_check(formula: ItoFormula, d: int, n: int, delta: float, seed: int, level: float):
-    rng = generator(seed, stream=31)
+    rng = as_key(seed, "general-sigma").generator()
     A = rng.standard_normal((d, d))
     Sigma = A @ A.T / d + 0.2 * np.eye(d)
     x = uniform_sphere(rng, (), d)
@@ -142,13 +142,13 @@ def _general_sigma_check(formula: ItoFormula, d: int, n: int, delta: float, seed
                    method=f"Gaussian one-step moments, control variate, Richardson, z-tests (Bonferroni over {d})")
 
 
-def one_step_gamma(act, d: int, sw: float, sb: float, sa: float, n_paths: int, seed: int, stream: int = 0,
+def one_step_gamma(act, d: int, sw: float, sb: float, sa: float, n_paths: int, seed,
                    step_noise: float = STEP_NOISE, model: str = "gaussian"):
     """gamma from one exactly sampled layer of `model` (a field model with layers, the Gaussian transformer
     by default; stat "gam" of OneStepMoments)."""
     p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=1)
     k0 = model_constants(model, p).k0
-    return one_step_moments(p, step_noise / (d * k0), n_paths, seed, 2 + stream, n_vectors=1, model=model)
+    return one_step_moments(p, step_noise / (d * k0), n_paths, seed, n_vectors=1, model=model)
 
 
 def one_step_check(formula: ItoFormula, budget: dict, seed: int, level: float):
@@ -157,7 +157,8 @@ def one_step_check(formula: ItoFormula, budget: dict, seed: int, level: float):
     runs = [(i, c, m) for i, c in enumerate(configs(budget, ONE_STEP_CONFIGS, "n_one_step")) for m in models]
     for i, (act, d, sw, sb, sa), model in runs:
         k0 = model_constants(model, ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa)).k0
-        r = one_step_gamma(act, d, sw, sb, sa, int(budget["one_step_paths"]), seed + 7919 * i, model=model)
+        r = one_step_gamma(act, d, sw, sb, sa, int(budget["one_step_paths"]),
+                           as_key(seed, "one-step", i, model), model=model)
         expected = formula.coefficient(d, k0)
         label = f"gamma {act} d={d} sw={sw} sb={sb} sa={sa}" + ("" if models == ("gaussian",) else f" ({model})")
         parts.append(agreement_test(label, r.mean["gam"], r.stderr["gam"], expected, level=level, n=r.n, seed=seed,
@@ -176,11 +177,11 @@ def one_step_check(formula: ItoFormula, budget: dict, seed: int, level: float):
 def check(formula: ItoFormula, budget: dict, seed: int, level: float):
     checks, parts = [one_step_check(formula, budget, seed, level)], []
     labels, est, se, exp = [], [], [], []
-    for act, d, sw, sb, sa in configs(budget, CONFIGS):
+    for i, (act, d, sw, sb, sa) in enumerate(configs(budget, CONFIGS)):
         k0 = numeric_kernel(act, sw, sb, sa).k0
         p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa)
         delta = min(budget["delta"], float(budget.get("noise_per_step", 1.0)) / (k0 * d))
-        m, s, n, info = one_step_coefficient(p, seed=seed, n_paths=budget["paths"], delta=delta,
+        m, s, n, info = one_step_coefficient(p, seed=as_key(seed, "width-m", i), n_paths=budget["paths"], delta=delta,
                                              width=budget["width"])
         expected = formula.coefficient(d, k0)
         parts.append(agreement_test(f"gamma {act} d={d}", m, s, expected, level=level, n=n, seed=seed,
@@ -218,10 +219,10 @@ def candidate_evidence(point: dict, seed: int, level: float, budget: dict = CAND
     act, d = point["activation"], int(point["d"])
     sig = (point["sigma_w"], point["sigma_b"], point["sigma_a"])
     k0 = numeric_kernel(act, *sig).k0
-    pilot = one_step_gamma(act, d, *sig, int(budget["pilot"]), seed, stream=1, step_noise=budget["step_noise"])
+    pilot = one_step_gamma(act, d, *sig, int(budget["pilot"]), as_key(seed, "pilot"), step_noise=budget["step_noise"])
     target = budget["target"] * resolution(abs(pilot.mean["gam"]), k0)
     n = paths_for(pilot.sd["gam"], target, level, POWER, int(budget["min_paths"]), int(budget["max_paths"]))
-    r = one_step_gamma(act, d, *sig, n, seed, step_noise=budget["step_noise"])
+    r = one_step_gamma(act, d, *sig, n, as_key(seed, "evidence"), step_noise=budget["step_noise"])
     return Evidence(r.mean["gam"], r.stderr["gam"], r.n,
                     f"one exactly sampled layer of the Gaussian transformer, {r.n} paths, Richardson "
                     f"delta = {r.h:.3g}, 2 delta",

@@ -19,7 +19,7 @@ import sympy as sp
 
 from ..activations import get_activation
 from ..numeric.kernels import kernel as numeric_kernel
-from ..numeric.rng import generator
+from ..numeric.rng import as_key
 from ..stats import agreement_test, deterministic_check
 from ..bridge import function
 from ..symbolic.kernel import closed_form_kernel
@@ -88,7 +88,7 @@ def check(formula: KernelFormula, budget: dict, seed: int, level: float):
     names = tuple(budget.get("activations", CLOSED + QUADRATURE))
     points = configs(budget, [(name, *p) for name in names for p in PARAMS])
     names = tuple(dict.fromkeys(c[0] for c in points))
-    rng = generator(seed, stream=11)
+    rng = as_key(seed, "samples").generator()
     checks, jumps = [], []
     for name in names:
         act = get_activation(name)

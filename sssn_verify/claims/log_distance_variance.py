@@ -23,6 +23,7 @@ import sympy as sp
 
 from ..engine import lyapunov_tangent
 from ..numeric.kernels import kernel as numeric_kernel
+from ..numeric.rng import as_key
 from ..params import ModelParams
 from ..stats import agreement_test
 from ..symbolic.spectrum import variance_rate_tangent
@@ -75,7 +76,7 @@ def _estimate(model, act, d, sw, sb, sa, T, L, P, B, width, seed):
     p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=1, horizon=T)
     levels = []
     for j, depth in enumerate((L, 2 * L)):
-        r = lyapunov_tangent(p, model=model, depth=depth, n_paths=P, seed=seed + 31 * j,
+        r = lyapunov_tangent(p, model=model, depth=depth, n_paths=P, seed=as_key(seed, "level", j),
                              width=width if model == "transformer" else None, progress=False)
         levels.append(block_variance(r.running, B, T))
     (v1, s1, n1), (v2, s2, n2) = levels
@@ -87,7 +88,7 @@ def check(formula, budget: dict, seed: int, level: float):
     for i, (model, act, d, sw, sb, sa) in enumerate(configs(budget, CONFIGS)):
         kf = numeric_kernel(act, sw, sb, sa)
         expected = formula(kf.k0, kf.k1)
-        value, s, n, info = estimate(model, act, d, sw, sb, sa, budget, seed + 7919 * i)
+        value, s, n, info = estimate(model, act, d, sw, sb, sa, budget, as_key(seed, "config", i))
         label = f"{model} {act} d={d} sb={sb}"
         parts.append(agreement_test(label, value, s, expected, level=level, n=n, seed=seed,
                                     rel_tol=budget["rel_tol"], details={"k0": kf.k0, "k1": kf.k1, **info}))

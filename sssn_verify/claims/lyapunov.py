@@ -28,6 +28,7 @@ from ..engine import lyapunov_tangent
 from ..numeric.kernels import kernel as numeric_kernel
 from ..numeric.experiments import model_constants
 from ..numeric.one_step import one_step_moments
+from ..numeric.rng import as_key
 from ..params import ModelParams
 from ..stats import POWER, agreement_test
 from ..symbolic.lyapunov import lambda1_tangent
@@ -100,14 +101,14 @@ def one_step_vectors(d: int, k0: float, k1: float) -> int:
     return int(min(d - 1, 4, max(1, round(2 * k1 / k0))))
 
 
-def one_step_rate(act, d: int, sw: float, sb: float, sa: float, n_paths: int, seed: int, stream: int = 0,
+def one_step_rate(act, d: int, sw: float, sb: float, sa: float, n_paths: int, seed,
                   step_noise: float = STEP_NOISE, model: str = "gaussian"):
     """Richardson one-step estimate of `model`'s exponent (a field model, the Gaussian transformer by
     default): OneStepMoments (stat "lam"), with the model's k0, k1 as ``.k0``, ``.k1`` of its constants."""
     p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=1)
     c = model_constants(model, p)
     h = step_noise / (d * (c.k0 + c.k1))
-    return one_step_moments(p, h, n_paths, seed, stream, n_vectors=one_step_vectors(d, c.k0, c.k1), model=model)
+    return one_step_moments(p, h, n_paths, seed, n_vectors=one_step_vectors(d, c.k0, c.k1), model=model)
 
 
 def one_step_check(formula, budget: dict, seed: int, level: float):
@@ -119,7 +120,8 @@ def one_step_check(formula, budget: dict, seed: int, level: float):
         for model in models:
             c = model_constants(model, ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa))
             lam = formula(d, c.k0, c.k1)
-            r = one_step_rate(act, d, sw, sb, sa, int(budget["one_step_paths"]), seed + 7919 * i, model=model)
+            r = one_step_rate(act, d, sw, sb, sa, int(budget["one_step_paths"]),
+                              as_key(seed, "one-step", i, model), model=model)
             label = f"{act} d={d} sw={sw} sb={sb} sa={sa}" + ("" if models == ("gaussian",) else f" ({model})")
             parts.append(agreement_test(label, r.mean["lam"], r.stderr["lam"], lam, level=level, n=r.n, seed=seed,
                                         details={"k0": c.k0, "k1": c.k1, "h": r.h, "raw_h": r.mean["lam_h"],
@@ -147,7 +149,7 @@ def tangent_check(formula, budget: dict, seed: int, level: float):
     for i, (model, act, d, sw, sb, sa) in enumerate(configs(budget, CONFIGS)):
         kf = numeric_kernel(act, sw, sb, sa)
         lam = formula(d, kf.k0, kf.k1)
-        rate, s, n = estimate(model, act, d, sw, sb, sa, budget, seed + 7919 * i)
+        rate, s, n = estimate(model, act, d, sw, sb, sa, budget, as_key(seed, "tangent", i))
         tol = budget["rel_tol"] * abs(lam) + budget["abs_tol"] * (kf.k0 + kf.k1)
         label = f"{model} {act} d={d} sb={sb}"
         parts.append(agreement_test(label, rate, s, lam, level=level, n=n, seed=seed, abs_tol=tol,
@@ -179,10 +181,10 @@ def candidate_evidence(point: dict, seed: int, level: float, budget: dict = CAND
     act, d = point["activation"], int(point["d"])
     sig = (point["sigma_w"], point["sigma_b"], point["sigma_a"])
     kf = numeric_kernel(act, *sig)
-    pilot = one_step_rate(act, d, *sig, int(budget["pilot"]), seed, stream=1, step_noise=budget["step_noise"])
+    pilot = one_step_rate(act, d, *sig, int(budget["pilot"]), as_key(seed, "pilot"), step_noise=budget["step_noise"])
     target = budget["target"] * resolution(abs(pilot.mean["lam"]), kf.k0)
     n = paths_for(pilot.sd["lam"], target, level, POWER, int(budget["min_paths"]), int(budget["max_paths"]))
-    r = one_step_rate(act, d, *sig, n, seed, step_noise=budget["step_noise"])
+    r = one_step_rate(act, d, *sig, n, as_key(seed, "evidence"), step_noise=budget["step_noise"])
     return Evidence(r.mean["lam"], r.stderr["lam"], r.n,
                     f"one exactly sampled layer of the Gaussian transformer, {r.n} paths, Richardson h = {r.h:.3g}, 2h",
                     details={"h": r.h, "raw_h": r.mean["lam_h"], "raw_2h": r.mean["lam_2h"], "pilot_sd": pilot.sd["lam"],

@@ -25,6 +25,7 @@ from scipy import stats as _st
 from ..errors import ParameterError
 from ..numeric.experiments import model_constants, models_where, tangent_layer
 from ..numeric.kernels import kernel as numeric_kernel
+from ..numeric.rng import as_key
 from ..params import ModelParams
 from ..stats import CheckResult, agreement_test
 from ..symbolic.spectrum import spectrum
@@ -80,8 +81,7 @@ def one_layer_spectrum(model: str, act, d: int, sw: float, sb: float, sa: float,
 @lru_cache(maxsize=32)
 def _estimate(model, act, d, sw, sb, sa, P, seed, c):
     # cached: a pure function of its arguments, so a mutated formula is judged on the same runs
-    from ..numeric.rng import as_key
-    k0, k1, r = one_layer_spectrum(model, act, d, sw, sb, sa, P, as_key(seed, "lyapunov_spectrum", model, c))
+    k0, k1, r = one_layer_spectrum(model, act, d, sw, sb, sa, P, as_key(seed, model, c))
     names = [f"lam_{i + 1}" for i in range(d - 1)]
     pick = lambda lv: np.array([r.mean[f"{n}@{lv}"] for n in names])  # noqa: E731
     return k0, k1, np.array([r.mean[n] for n in names]), r.cov[:d - 1, :d - 1] / r.n, pick(1), pick(0), r.hs[1]
@@ -94,7 +94,7 @@ def _engine_estimate(model, act, d, sw, sb, sa, L, P, width, seed):
     from ..params import ModelParams
     kf = numeric_kernel(act, sw, sb, sa)
     p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=1, horizon=1.0)
-    runs = [lyapunov_tangent(p, model=model, depth=depth, n_paths=P, seed=seed + 31 * j, n_vectors=d - 1,
+    runs = [lyapunov_tangent(p, model=model, depth=depth, n_paths=P, seed=as_key(seed, "level", j), n_vectors=d - 1,
                              width=width if model == "transformer" else None, progress=False).rates
             for j, depth in enumerate((L, 2 * L))]
     mean = 2 * runs[1].mean(axis=0) - runs[0].mean(axis=0)
@@ -137,7 +137,7 @@ def check(formula, budget: dict, seed: int, level: float):
     n_engine = 0 if "configs" in budget else int(budget["n_engine_configs"])     # explored: one layer only
     for c, (model, act, d, sw, sb, sa, L) in enumerate(ENGINE_CONFIGS[:n_engine]):
         k0, k1, mean, cov, fine, coarse = _engine_estimate(model, act, d, sw, sb, sa, L, Pe,
-                                                           int(budget["width"]), seed + 104729 * (c + 1))
+                                                           int(budget["width"]), as_key(seed, "engine", c))
         lam = np.asarray(formula(d, k0, k1), dtype=float).ravel()
         label = f"{model} {act} d={d} sb={sb}"
         sds = np.sqrt(np.diag(cov))

@@ -31,6 +31,7 @@ from scipy.stats import norm as _normal
 
 from ..engine import simulate_gaussian
 from ..numeric.kernels import kernel as numeric_kernel
+from ..numeric.rng import as_key
 from ..params import ModelParams
 from ..stats import agreement_test
 from ..strategies import claim_configs
@@ -87,7 +88,7 @@ def check(formula, budget: dict, seed: int, level: float):
         T, L, n = float(budget["horizon"]), int(budget["depth"]), int(budget["paths"])
         p = ModelParams(d=int(d), n_tokens=int(N), horizon=T, beta=float(beta), activation=act, sigma_w=sw,
                         sigma_b=sb, sigma_a=sa)
-        s = seed + 7919 * ci
+        s = as_key(seed, "config", ci)
         noisy = simulate_gaussian(p, depth=L, n_paths=n, seed=s, progress=False)
         quiet = simulate_gaussian(p.with_(sigma_a=0.0), depth=L, n_paths=n, seed=s, progress=False)
         if not np.array_equal(noisy.init, quiet.init):

@@ -20,7 +20,7 @@ import numpy as np
 import ot
 
 from ..engine import simulate_transformer
-from ..numeric.rng import generator, uniform_sphere
+from ..numeric.rng import as_key, uniform_sphere
 from ..params import ModelParams
 from ..strategies import claim_configs
 from ._util import explored_params, ladder_check
@@ -48,7 +48,7 @@ def fixed_noise_distances(ns, n_ref: int, budget: dict, seed: int) -> np.ndarray
     P, depth, width = int(budget["paths"]), int(budget["depth"]), int(budget["width"])
     prm = explored_params(budget, PARAMS, DOMAIN)
     d = prm["d"]
-    X0 = uniform_sphere(generator(seed, stream=41), (P, n_ref), d)
+    X0 = uniform_sphere(as_key(seed, "tokens").generator(), (P, n_ref), d)
     ref = simulate_transformer(ModelParams(n_tokens=n_ref, **prm), depth=depth, width=width, n_paths=P,
                                seed=seed, init=X0, mode="literal", progress=False).tokens
     out = np.empty((P, len(ns)))

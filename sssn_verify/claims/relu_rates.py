@@ -27,6 +27,7 @@ import sympy as sp
 
 from ..bridge import function
 from ..numeric.kernels import kernel as numeric_kernel
+from ..numeric.rng import as_key
 from ..numeric.layer_rates import edge_log_drift, edge_ratio, quadrature_kernel, rate_estimate, two_tokens
 from ..stats import agreement_test, deterministic_check
 from ..symbolic.dissipation import relu_edge_rate, relu_region
@@ -124,15 +125,15 @@ def check(formula: ReluRates, budget: dict, seed: int, level: float):
     parts = []
     for i, (d, sw, sb, sa) in enumerate(MC_LAMBDA1):
         m, se, n = rate_estimate(two_tokens(d, EDGE_START), numeric_kernel("relu", sw, sb, sa), 0.0,
-                                 int(budget["paths"]), seed,
-                                 stream=450 + i, log_distance=True)
+                                 int(budget["paths"]),
+                                 as_key(seed, "lambda1", i), log_distance=True)
         lam = formula.lambda1(d, sw, sb, sa)
         parts.append(agreement_test(f"lambda_1 d={d} sb={sb} (drift of log|x - y|, rho0 = 1 - 1e-10)", m, se, lam,
                                     level=level, n=n, seed=seed,
                                     method="exact layers, antithetic, Richardson over the step, control variates"))
     for i, (d, sw, sb, sa) in enumerate(MC_EDGE):
         m, se, n = rate_estimate(two_tokens(d, EDGE_START), numeric_kernel("relu", sw, sb, sa), 0.0,
-                                 int(budget["paths_energy"]), seed, stream=400 + i)
+                                 int(budget["paths_energy"]), as_key(seed, "edge", i))
         lam = formula.edge(d, sw, sb, sa)
         parts.append(agreement_test(f"lambda_edge d={d} sb={sb} (initial rate of E f(rho_t), rho0 = 1 - 1e-10)",
                                     m, se, lam, level=level, n=n, seed=seed,

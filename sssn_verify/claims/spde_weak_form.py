@@ -73,10 +73,10 @@ def derived_formula() -> WeakFormDrift:
     return WeakFormDrift(_parts, lambda p: p[0] + p[1] + p[2])
 
 
-def _setup(config, seed: int, index: int):
+def _setup(config, seed, index: int):
     act, d, N, beta, sw, sb, sa = config
     d, N = int(d), int(N)
-    rng = _rng.generator(seed, 4099 * index + 17)
+    rng = _rng.as_key(seed, "setup", index).generator()
     X = rng.standard_normal((N, d))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     a = rng.standard_normal(d)
@@ -113,8 +113,8 @@ def check(formula: WeakFormDrift, budget: dict, seed: int, level: float):
         for kind in KINDS:
             derived_parts = formula.parts(kind, p.d, p.n_tokens)(*args)
             drift = float(formula.combine(tuple(derived_parts)))
-            rates, _ = initial_functional_rate_paths(X, kf, kind, int(budget["paths"]), seed + 7919 * ci,
-                                                     a=a, beta=p.beta, stream=KINDS.index(kind),
+            rates, _ = initial_functional_rate_paths(X, kf, kind, int(budget["paths"]),
+                                                     _rng.as_key(seed, "rates", ci, kind, model), a=a, beta=p.beta,
                                                      delta=budget.get("delta"), attention=operands(p), model=model)
             m = mean_ci(rates)
             label = f"{config[0]} d={p.d} N={p.n_tokens} beta={p.beta:g}: {kind}" + (

@@ -21,6 +21,7 @@ import sympy as sp
 from ..bridge import function
 from ..engine import simulate_gaussian, simulate_transformer
 from ..numeric.kernels import kernel as numeric_kernel
+from ..numeric.rng import as_key
 from ..params import ModelParams
 from ..stats import agreement_test, mean_ci
 from ..symbolic.lyapunov import lambda1_relu, lambda1_tangent
@@ -90,7 +91,7 @@ def check(formula, budget: dict, seed: int, level: float):
     for i, (model, act, d, sw, sb, sa) in enumerate(configs(budget, CONFIGS)):
         kf = numeric_kernel(act, sw, sb, sa)
         lam = formula(d, kf.k0, kf.k1)
-        rates = separation_rates(model, act, d, sw, sb, sa, budget, seed + 104729 * i)
+        rates = separation_rates(model, act, d, sw, sb, sa, budget, as_key(seed, "config", i))
         m = mean_ci(rates)
         tol = budget["rel_tol"] * abs(lam) + budget["abs_tol"] * (kf.k0 + kf.k1)
         label = f"{model} {act} d={d} sb={sb}"

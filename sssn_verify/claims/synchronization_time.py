@@ -30,6 +30,7 @@ import sympy as sp
 from scipy import integrate
 
 from ..numeric.kernels import kernel as numeric_kernel
+from ..numeric.rng import as_key
 from ..params import ModelParams
 from ..stats import CheckResult, agreement_test
 from ..symbolic.spectrum import i_idx, spectrum, variance_rate_tangent
@@ -88,7 +89,7 @@ def check(formula, budget: dict, seed: int, level: float):
         lam, s2 = formula(d, kf.k0, kf.k1)
         law = SyncTimeLaw(float(lam), float(s2), eps0, eps0 * math.exp(-a))
         fp = _passages(act, d, sw, sb, sa, eps0, a, T, float(budget["step"]), int(budget["paths"]),
-                       seed + 104729 * i)
+                       as_key(seed, "config", i))
         label = f"{act} d={d} sb={sb} a={a:g}"
         D, p = censored_ks(fp, law)
         parts.append(CheckResult(name=f"{label}: censored KS", passed=bool(p >= 1 - level), estimate=D,

@@ -21,7 +21,7 @@ import numpy as np
 import sympy as sp
 
 from ..numeric.kernels import kernel as numeric_kernel
-from ..numeric.rng import generator
+from ..numeric.rng import as_key
 from ..stats import agreement_test
 from ..bridge import function
 from ..symbolic.two_point import two_point_coefficients
@@ -84,7 +84,7 @@ def one_step_moments(d: int, rho: float, k0: float, K: float, delta: float, n: i
 
 
 def check(formula: TwoPointFormula, budget: dict, seed: int, level: float):
-    rng = generator(seed, stream=21)
+    rng = as_key(seed, "one-step").generator()
     n, delta = int(budget["samples"]), float(budget["delta"])
     checks = []
     labels, est, se, exp = [], [], [], []

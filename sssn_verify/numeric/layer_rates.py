@@ -206,29 +206,29 @@ def sup_ratio(kf, d: int, beta: float, hint_rho: float | None = None) -> tuple[f
 RICHARDSON = richardson_weights(3)       # weights of A_0, A_1, A_2 (delta, delta/2, delta/4): (1, -6, 8)/3
 
 
-def _run(X0, kf, beta, n_paths, seed, stream, delta, attention, kind, avec, model):
+def _run(X0, kf, beta, n_paths, seed, delta, attention, kind, avec, model):
     """(per-path A_0, A_1, A_2, per-path control variates) of functional `kind` from X0 (experiments.pair_layer)."""
     from .rng import as_key
     if delta is None:
         v = 0.0 if attention is None or not attention.on else float(np.abs(attention.Vt).sum(axis=0).max(initial=0.0))
         delta = default_delta(float(kf.k0), X0.shape[1], float(beta), v)
-    return pair_layer(model, kf, X0, kind, n_paths, as_key(seed, "layer-rate", stream), delta, levels=3,
+    return pair_layer(model, kf, X0, kind, n_paths, as_key(seed, "layer-rate"), delta, levels=3,
                       beta=beta, a=avec, attention=attention)
 
 
-def initial_rate_paths(X0, kf, beta: float, n_paths: int, seed, *, stream: int = 0,
+def initial_rate_paths(X0, kf, beta: float, n_paths: int, seed, *,
                        delta: float | None = None, attention=None, model: str = "gaussian"):
     """(per-path Richardson estimates of d/dt log E[E_beta] at t = 0 from X0, per-path A_0, A_1, A_2,
     per-path control variates (two tokens; an empty array otherwise)).
 
     ``kf``: the kernel (its ``table`` and ``k0``; a field model's constants); ``attention``: an
     ``attention.Attention`` (None: attention off); ``model``: the registered field model whose layer runs."""
-    A, cv = _run(np.ascontiguousarray(X0, dtype=float), kf, beta, n_paths, seed, stream, delta, attention,
+    A, cv = _run(np.ascontiguousarray(X0, dtype=float), kf, beta, n_paths, seed, delta, attention,
                  "energy", None, model)
     return A @ RICHARDSON, A, cv
 
 
-def rate_estimate(X0, kf, beta: float, n_paths: int, seed, *, stream: int = 0, delta: float | None = None,
+def rate_estimate(X0, kf, beta: float, n_paths: int, seed, *, delta: float | None = None,
                   attention=None, log_distance: bool = False, model: str = "gaussian") -> tuple[float, float, int]:
     """(estimate, standard error, paths) of the initial rate d/dt log E[E_beta] from X0, or with
     ``log_distance`` (two tokens) of d/dt E log |x_0 - x_1| (lambda_1 as the tokens' distance -> 0).
@@ -236,7 +236,7 @@ def rate_estimate(X0, kf, beta: float, n_paths: int, seed, *, stream: int = 0, d
     Two tokens: the per-path Richardson values minus the control variates (``experiments.pair_controls``,
     mean 0) cross-fitted (``experiments.cross_fit``); the standard error is that of the corrected
     values.  Other N: the plain mean."""
-    A, cv = _run(np.ascontiguousarray(X0, dtype=float), kf, beta, n_paths, seed, stream, delta, attention,
+    A, cv = _run(np.ascontiguousarray(X0, dtype=float), kf, beta, n_paths, seed, delta, attention,
                  "log_distance" if log_distance else "energy", None, model)
     R = A @ RICHARDSON
     if cv.shape[0] > 0 and R.size >= 8 * cv.shape[1]:
@@ -248,7 +248,7 @@ FUNCTIONALS = {"energy": 0, "linear": 1, "quadratic": 2}
 
 
 def initial_functional_rate_paths(X0, kf, functional: str, n_paths: int, seed, *, a=None, beta: float = 0.0,
-                                  stream: int = 0, delta: float | None = None, attention=None,
+                                  delta: float | None = None, attention=None,
                                   model: str = "gaussian"):
     """Per-path Richardson estimates of d/dt E F(X_t) at t = 0 (not normalised), the same exact layers,
     shared and antithetic noise as :func:`initial_rate_paths`, for F = "energy" (sum_{i<j} f~(u_ij)),
@@ -257,7 +257,7 @@ def initial_functional_rate_paths(X0, kf, functional: str, n_paths: int, seed, *
     X0 = np.ascontiguousarray(X0, dtype=float)
     if functional not in FUNCTIONALS:
         raise KeyError(functional)
-    A, _ = _run(X0, kf, beta, n_paths, seed, stream, delta, attention, functional, a, model)
+    A, _ = _run(X0, kf, beta, n_paths, seed, delta, attention, functional, a, model)
     if functional == "energy":     # the experiment returns the energy's log-rate: undo the normalisation
         A = A * energy(X0, float(beta))
     return A @ RICHARDSON, A

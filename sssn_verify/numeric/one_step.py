@@ -32,10 +32,11 @@ class OneStepMoments:
     model: str = "gaussian"
 
 
-def one_step_moments(params, h: float, n_paths: int, seed, stream: int = 0, n_vectors: int = 1,
+def one_step_moments(params, h: float, n_paths: int, seed, n_vectors: int = 1,
                      model: str = "gaussian") -> OneStepMoments:
-    """The one-step moments of `model` (a registered field model) at step `h` (levels 2h, h)."""
+    """The one-step moments of `model` (a registered field model) at step `h` (levels 2h, h); `seed`: an
+    int or a Key (the stream ``as_key(seed, "one-step")``)."""
     from .rng import as_key
-    r = tangent_layer(model, params, 2.0 * h, n_paths, as_key(seed, "one-step", stream), n_vectors=n_vectors)
+    r = tangent_layer(model, params, 2.0 * h, n_paths, as_key(seed, "one-step"), n_vectors=n_vectors)
     pick = lambda d: {s: d[_NAMES[s]] for s in STATS}  # noqa: E731
     return OneStepMoments(float(h), r.n, seed, pick(r.mean), pick(r.stderr), pick(r.sd), model)

@@ -11,6 +11,8 @@ only: bit-identical whatever the number of threads and however paths are split i
 from __future__ import annotations
 
 import hashlib
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +20,7 @@ import numpy as np
 from ..params import check_int
 
 _STR_TAG = 1 << 64  # names that are strings live above every integer name: the two never meet
+_RECORD = threading.local()
 
 
 def _word(name) -> int:
@@ -55,11 +58,13 @@ class Key:
 
     def generator(self) -> np.random.Generator:
         """A numpy Generator for set-up work (initial tokens, parameter draws) on this stream."""
+        _note(self, None)
         return np.random.default_rng(self.seed_sequence())
 
     def path_states(self, n_paths: int) -> np.ndarray:
         """Distinct 64-bit generator seeds (as int64) for paths 0..n_paths-1 of this stream."""
         n_paths = check_int("n_paths", n_paths, 0)
+        _note(self, n_paths)
         ss = self.seed_sequence()
         words = ss.generate_state(n_paths + 8, dtype=np.uint64)
         _, first = np.unique(words, return_index=True)
@@ -73,35 +78,29 @@ class Key:
         return f"Key({self.seed}{''.join(', ' + repr(n) for n in self.path)})"
 
 
+def _note(key: Key, n_paths) -> None:
+    log = getattr(_RECORD, "log", None)
+    if log is not None:
+        log.append((key, n_paths))
+
+
+@contextmanager
+def recording():
+    """Record the streams drawn in this thread: yields a list that receives (key, n_paths) for every
+    :meth:`Key.path_states` and (key, None) for every :meth:`Key.generator` (the campaign plan,
+    ``verify.campaign_plan``, is built from it)."""
+    prev = getattr(_RECORD, "log", None)
+    _RECORD.log = log = []
+    try:
+        yield log
+    finally:
+        _RECORD.log = prev
+
+
 def as_key(seed, *names) -> Key:
     """A user seed (int) or a Key, extended by `names`."""
     key = seed if isinstance(seed, Key) else Key(seed)
     return key.child(*names) if names else key
-
-
-def path_seeds(seed: int, n_paths: int, stream: int = 0) -> np.ndarray:
-    """Legacy (to be removed by the one-key change): distinct uint32 seeds for paths of `stream`."""
-    seed = check_int("seed", seed, 0)
-    n_paths = check_int("n_paths", n_paths, 0)
-    ss = np.random.SeedSequence(entropy=seed, spawn_key=(stream,))
-    words = ss.generate_state(n_paths + 64, dtype=np.uint32)
-    _, first = np.unique(words, return_index=True)
-    unique_in_order = words[np.sort(first)]
-    extra = 1
-    while unique_in_order.size < n_paths:  # astronomically rare; stays deterministic
-        more = np.random.SeedSequence(entropy=seed, spawn_key=(stream, extra)).generate_state(
-            n_paths + 64, dtype=np.uint32)
-        merged = np.concatenate([unique_in_order, more])
-        _, first = np.unique(merged, return_index=True)
-        unique_in_order = merged[np.sort(first)]
-        extra += 1
-    return unique_in_order[:n_paths].astype(np.int64)
-
-
-def generator(seed: int, stream: int = 0) -> np.random.Generator:
-    """Legacy (to be removed by the one-key change): a numpy Generator for set-up work."""
-    seed = check_int("seed", seed, 0)
-    return np.random.default_rng(np.random.SeedSequence(entropy=seed, spawn_key=(1_000_000 + stream,)))
 
 
 def uniform_sphere(rng: np.random.Generator, shape: tuple[int, ...], d: int) -> np.ndarray:
