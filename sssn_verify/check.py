@@ -380,7 +380,7 @@ def search(claim, cand: Candidate, activation: str, given: dict[str, Any], *, se
         if state["screens"] >= state["cap"]:
             return False                         # evidence budget spent: treated as passing
         state["screens"] += 1
-        t = judge_point(claim, cand, points[key], _example_seed(seed, claim.name, key, "screen"), 1.0 - a,
+        t = judge_point(claim, cand, points[key], example_key(seed, claim.name, key, "screen"), 1.0 - a,
                         undefined_rejects=True)
         if t.deterministic:
             state["cap"] = max(state["cap"], MAX_SCREENS_DETERMINISTIC)
@@ -425,7 +425,7 @@ def search(claim, cand: Candidate, activation: str, given: dict[str, Any], *, se
         if t.deterministic:
             decided = t
             break
-        c = judge_point(claim, cand, points[key], _example_seed(seed, claim.name, key, "confirm"), 1.0 - a,
+        c = judge_point(claim, cand, points[key], example_key(seed, claim.name, key, "confirm"), 1.0 - a,
                         undefined_rejects=True)
         confirmations.append(c.summary())
         if c.rejected:
