@@ -7,7 +7,7 @@ import sys
 from ..escape import terminal
 from ..errors import ParameterError
 from ..executor import add_cli_options
-from ..params import check_int
+from ..params import check_int, check_real
 from .common import epilog, print_json
 
 EXAMPLES = [
@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
     if args.claim:        # ClaimError -> exit 2 before any work; aliases (lambda1) become claim names
         args.claim = list(dict.fromkeys(get_claim(name).name for name in args.claim))
     alpha = DEFAULT_ALPHA if args.alpha is None else args.alpha
+    check_real("alpha", alpha, 0.0, strict=True, maximum=0.5)   # bad input: its one line, before the ETA line
+    check_int("seed", args.seed, 0)
     if args.explore is not None:
         check_int("explore", args.explore, 0)   # ParameterError -> exit 2 before any work
     if args.seeds is not None:
@@ -74,9 +76,9 @@ def run(args: argparse.Namespace) -> int:
     # the report is written into a fresh folder beside --report, swapped in when complete
     staged = _stage_report(args.report) if args.report else None    # OutputError -> exit 2 before any work
     try:
-        if not args.no_progress:
-            _announce_eta(args.mode, args.claim)
-        with from_cli(args) as ex:
+        with from_cli(args) as ex:                  # workers checked (and dask found) before the ETA line
+            if not args.no_progress:
+                _announce_eta(args.mode, args.claim)
             suite = verify(args.mode, args.claim, args.seed, progress=not args.no_progress,
                            alpha=alpha, executor=ex)
             exploration = _explore(args, alpha, ex, staged)
