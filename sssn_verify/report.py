@@ -656,6 +656,7 @@ def _check_figure(plt, np, name: str, title: str, c: CheckResult, spec: dict):
         res_ax.set_xticks(pos, [tick_label(s) for s in labels], rotation=30, ha="right", fontsize=7)
         res_ax.set_ylabel(r"$(\hat\theta - \theta_{\mathrm{derived}})\,/\,\mathrm{s.e.}$")
         res_ax.set_xlabel("configuration")
+        res_ax.set_title("the test: residuals in standard errors against the acceptance band", fontsize=8)
         res_ax.legend(fontsize=7)
     title = "\n".join(textwrap.wrap(_text(f"{name}: {title}"), 90) + textwrap.wrap(_text(f"check: {c.name}"), 90))
     ax.set_title(title, fontsize=8)
