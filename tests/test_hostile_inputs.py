@@ -133,11 +133,16 @@ with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as zf:
                 fh.write(block)
 """
 
+# The peak is VmHWM of this process's own memory map, not getrusage's ru_maxrss: Linux carries the
+# forking parent's high-water mark across exec into ru_maxrss, so under a pytest-xdist worker that
+# had grown to 1.2 GB the probe reported 1278 MB for a run that peaks at ~40 MB.
 PROBE = r"""
-import resource, sys
+import sys
 from sssn_verify.cli import main
 code = main(["regime", "--attention", sys.argv[1]])
-print(code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+with open("/proc/self/status") as fh:
+    hwm_kb = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+print(code, hwm_kb // 1024)
 """
 
 
