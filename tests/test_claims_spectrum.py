@@ -97,7 +97,7 @@ def test_richardson_removes_the_step_bias():
     O(h), resolved; the Richardson combination on the same normals lands on the formula."""
     from sssn_verify.claims.lyapunov_spectrum import derived_formula, one_layer_spectrum
     from sssn_verify.numeric.rng import Key
-    k0, k1, r = one_layer_spectrum("gaussian", "sin:3", 4, 1.0, 0.0, 1.0, 200_000, Key(3).child("test", "spectrum"),
+    k0, k1, r = one_layer_spectrum("gaussian", "sin:3", 4, 1.0, 0.0, 1.0, 800_000, Key(3).child("test", "spectrum"),
                                    step_noise=0.02)
     lam = derived_formula()(4, k0, k1)
     for i in range(3):
