@@ -150,7 +150,7 @@ PD_BUDGET = {"paths": 300, "depth": 16}
 
 def _pd(executor=None):
     from sssn_verify.phase_diagram import confirm_grid
-    return confirm_grid("relu", "d", "sigma_b", [3, 6, 9], [0.0, 1.0, 2.0], {"sigma_w": 1.0},
+    return confirm_grid("relu", "d", "sigma_b", [4, 6, 9], [0.0, 1.0, 2.0], {"sigma_w": 1.0},
                         budget=PD_BUDGET, seed=4, executor=executor)
 
 
