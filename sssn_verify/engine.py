@@ -36,7 +36,7 @@ import numpy as np
 
 from .errors import ParameterError, SimulationError
 from .limits import check_simulation
-from .params import ModelParams, check_int, check_real
+from .params import ModelParams, check_int, check_real, hidden_spec
 from .numeric import rng as _rng
 from .numeric.attention import operands as _attention
 from .numeric.fields import DEFAULT_RTOL, STATUS_MESSAGES, STATUS_OK
@@ -109,12 +109,14 @@ class SimulationResult:
         return dict(model=self.model, depth=self.depth, width=-1 if self.width is None else int(self.width),
                     n_paths=self.n_paths, seed=self.seed, mode=self.mode, activation=p.activation.name, d=p.d,
                     n_tokens=p.n_tokens, horizon=p.horizon, attention_beta=p.beta, sigma_w=p.sigma_w,
-                    sigma_b=p.sigma_b, sigma_a=p.sigma_a, n_heads=p.n_heads, attention_on=int(p.attention_on))
+                    sigma_b=p.sigma_b, sigma_a=p.sigma_a, n_heads=p.n_heads, attention_on=int(p.attention_on),
+                    hidden=hidden_spec(p.hidden))
 
 
 def _describe_short(p: ModelParams) -> str:
     return (f"activation={p.activation.name!r}, d={p.d}, N={p.n_tokens}, T={p.horizon:g}, beta={p.beta:g}, "
-            f"sigma_w={p.sigma_w:g}, sigma_b={p.sigma_b:g}, sigma_a={p.sigma_a:g}")
+            f"sigma_w={p.sigma_w:g}, sigma_b={p.sigma_b:g}, sigma_a={p.sigma_a:g}"
+            + (f", hidden={hidden_spec(p.hidden)!r}" if p.hidden else ""))
 
 
 @dataclass(frozen=True)
@@ -247,7 +249,8 @@ def _describe(params: ModelParams, **sizes) -> str:
     extra = ", ".join(f"{k}={v}" for k, v in sizes.items() if v is not None)
     return (f"d={params.d}, N={params.n_tokens}, T={params.horizon}, beta={params.beta}, "
             f"activation={params.activation.name}, sigma_w={params.sigma_w}, "
-            f"sigma_b={params.sigma_b}, sigma_a={params.sigma_a}" + (f", {extra}" if extra else ""))
+            f"sigma_b={params.sigma_b}, sigma_a={params.sigma_a}"
+            + (f", hidden={hidden_spec(params.hidden)!r}" if params.hidden else "") + (f", {extra}" if extra else ""))
 
 
 def _raise_on_status(status: np.ndarray, what: str, unit: str, params: ModelParams, **sizes):

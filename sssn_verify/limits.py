@@ -10,6 +10,7 @@ or an overflow.  The numbers (also in the README, section "Limits"):
 ``MAX_BETA``              1e6         attention inverse temperature beta
 ``MAX_MATRIX_ENTRY``      1e6         |entries| of Q, K, V (and the attention scale)
 ``MAX_HEADS``             16          attention heads H of a Q, K or V stack (H, d, d)
+``MAX_HIDDEN``            8           hidden layers after the first of a deep MLP block
 ``MAX_WIDTH``             1e7         MLP width m
 ``MAX_GRID``              400         grid points per phase-diagram axis (d axis included)
 ``MAX_SEEDS``             10000       seeds of one campaign (``verify --seeds A:B``)
@@ -32,6 +33,7 @@ MAX_SIGMA = 1e6
 MAX_BETA = 1e6
 MAX_MATRIX_ENTRY = 1e6
 MAX_HEADS = 16
+MAX_HIDDEN = 8
 MAX_WIDTH = 10**7
 MAX_GRID = 400
 MAX_SEEDS = 10_000

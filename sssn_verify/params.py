@@ -66,6 +66,52 @@ def check_matrix(name: str, value, d: int, heads: bool = False) -> np.ndarray:
     return m
 
 
+def check_hidden(value) -> tuple:
+    """The hidden layers after the first as a tuple of ``(Activation, sigma_w, sigma_b)``, or
+    ParameterError (ActivationError for an activation the parser refuses).
+
+    `value` is a sequence of at most ``limits.MAX_HIDDEN`` entries, each a triple (activation
+    spec or Activation, sigma_w > 0, sigma_b >= 0), or a string ``"ACT SIGMA_W SIGMA_B"`` (the
+    CLI's ``--hidden``: the last two tokens are the numbers, the rest the activation).  A hidden
+    layer with sigma_w = 0 would ignore its input (the field would not depend on x), so
+    sigma_w must be > 0."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise ParameterError("hidden", value, "must be a sequence of (activation, sigma_w, sigma_b) triples")
+    entries = list(value)
+    limits.check_at_most("hidden layers", len(entries), limits.MAX_HIDDEN)
+    out = []
+    for i, entry in enumerate(entries):
+        where = f"hidden[{i}]"
+        if isinstance(entry, str):
+            entry = parse_hidden(entry, where)
+        if isinstance(entry, (bytes, dict)) or not hasattr(entry, "__len__") or len(entry) != 3:
+            raise ParameterError(where, entry if isinstance(entry, (str, int, float)) else type(entry).__name__,
+                                 "must be a triple (activation, sigma_w, sigma_b)")
+        act, sw, sb = entry
+        sw = check_real(f"{where}.sigma_w", sw, 0.0, strict=True, maximum=limits.MAX_SIGMA)
+        sb = check_real(f"{where}.sigma_b", sb, 0.0, maximum=limits.MAX_SIGMA)
+        out.append((get_activation(act), sw, sb))
+    return tuple(out)
+
+
+def parse_hidden(text: str, where: str = "hidden") -> tuple[str, float, float]:
+    """``"ACT SIGMA_W SIGMA_B"`` -> (ACT, sigma_w, sigma_b): the last two whitespace-separated tokens
+    are the numbers, the rest (which may contain spaces: ``"sin(3*u) + u 1 0"``) the activation."""
+    parts = str(text).split()
+    if len(parts) < 3:
+        raise ParameterError(where, text, 'must be "ACT SIGMA_W SIGMA_B" (e.g. "tanh 1.2 0.1")')
+    act, sw, sb = " ".join(parts[:-2]), parts[-2], parts[-1]
+    return act, check_real(f"{where}.sigma_w", sw, 0.0, strict=True, maximum=limits.MAX_SIGMA), \
+        check_real(f"{where}.sigma_b", sb, 0.0, maximum=limits.MAX_SIGMA)
+
+
+def hidden_spec(hidden) -> str:
+    """The canonical text of a hidden stack: "" for none, else "ACT SW SB; ACT SW SB" (repr floats)."""
+    return "; ".join(f"{a.name} {sw!r} {sb!r}" for a, sw, sb in hidden)
+
+
 ATTENTION_ARRAYS = ("Q", "K", "V")
 
 
@@ -157,6 +203,10 @@ class ModelParams:
     Tokens on S^{d-1}; attention with H heads
     ``A_i = sum_h V_h sum_j softmax_j(beta <Q_h x_i, K_h x_j>) x_j``; MLP noise with
     weights ``a ~ N(0, sigma_a^2 I)``, ``w ~ N(0, sigma_w^2 I)``, ``b ~ N(0, sigma_b^2)``.
+    ``hidden`` lists the hidden layers after the first, each ``(activation, sigma_w, sigma_b)``
+    (docs/mathematics.md, section "Deep MLP blocks"): layer l + 1 is
+    ``h^{l+1} = m^{-1/2} W^{l+1} phi_l(h^l) + b^{l+1}`` with W entries N(0, sigma_w^2) and
+    b ~ N(0, sigma_b^2), the readout ``a`` acts on the last one; ``()`` is the one-layer block.
     ``Q``, ``K``, ``V`` default to the identity; a scalar means that multiple of it; each is a
     (d, d) matrix or a stack (H, d, d) of H heads (a (d, d) one is shared by every head; all
     stacks must have the same H; a (1, d, d) stack is stored as (d, d)).  ``V = 0`` (every
@@ -171,6 +221,7 @@ class ModelParams:
     sigma_w: float = 1.0
     sigma_b: float = 0.0
     sigma_a: float = 1.0
+    hidden: tuple = ()
     Q: np.ndarray | None = field(default=None, compare=False)
     K: np.ndarray | None = field(default=None, compare=False)
     V: np.ndarray | None = field(default=None, compare=False)
@@ -190,6 +241,7 @@ class ModelParams:
             raise ParameterError("sigma_w", self.sigma_w,
                                  "sigma_w and sigma_b cannot both be 0 (the pre-activation would vanish)")
         set_(self, "activation", get_activation(self.activation))
+        set_(self, "hidden", check_hidden(self.hidden))
         for name in ("Q", "K", "V"):
             set_(self, name, check_matrix(name, getattr(self, name), d, heads=True))
             limits.check_at_most(f"max |{name}_ij|", float(np.max(np.abs(getattr(self, name)))),

@@ -30,7 +30,7 @@ from .numeric.rates import c_att as _c_att
 from .numeric.rates import c_att_general, lambda_bar_from_kernel, lambda_edge, near_sync_rate
 from .numeric.rates import lambda1 as _lambda1
 from .errors import ResourceError
-from .params import ModelParams, takes_model
+from .params import ModelParams, hidden_spec, takes_model
 from .sync_time import log_distance_variance, lyapunov_spectrum
 
 
@@ -57,6 +57,7 @@ FIELDS = {
     "rate_interval": "[rate_lower_bound, lambda_bar + C_att]: where the best uniform energy rate lies",
     "verdict": "'dissipates', 'does not dissipate' or 'undetermined: the rate lies in [a, b]'",
     "reason": "the dissipation verdict in words, with its numbers",
+    "hidden": "the hidden layers after the first, 'ACT SIGMA_W SIGMA_B; ...' ('' for the one-layer block)",
 }
 
 
@@ -85,6 +86,7 @@ class Regime:
     dissipates: bool | None
     lyapunov_spectrum: tuple[float, ...] = ()
     log_distance_variance: float = math.nan
+    hidden: str = ""
 
     FIELDS = FIELDS
 
@@ -149,6 +151,7 @@ class Regime:
         lines = [
             f"activation {self.activation}, d = {self.d}, sigma_w = {fmt(self.sigma_w)}, "
             f"sigma_b = {fmt(self.sigma_b)}, sigma_a = {fmt(self.sigma_a)}, beta = {fmt(self.beta)}",
+            *([f"hidden layers after the first (activation sigma_w sigma_b): {self.hidden}"] if self.hidden else []),
             f"k0 = {fmt(self.k0)}   k1 = {fmt(self.k1)}   (kernel: {self.kernel_method})",
             f"lambda_1 = ((d-3) k1 - (d-1) k0)/2 = {fmt(self.lambda1)}",
             f"lambda_bar(beta) = {fmt(self.lambda_bar)}   attained at {where};   "
@@ -221,7 +224,7 @@ def regime(params: ModelParams) -> Regime:
     same fields and defaults), or both (the keywords change those fields).  Returns a
     :class:`Regime` with the fields listed below.
     """
-    kf = kernel(params.activation, params.sigma_w, params.sigma_b, params.sigma_a)
+    kf = kernel(params)
     lam1 = _lambda1(params.d, kf.k0, kf.k1)
     lam_bar, argmax = lambda_bar_from_kernel(kf, params.d, params.beta)
     edge = lambda_edge(params.d, kf.k0, kf.k1) if kf.k0 > 0 else 0.0
@@ -240,7 +243,7 @@ def regime(params: ModelParams) -> Regime:
         lambda_bar_edge=float(edge), sup_at_edge=bool(argmax == 1.0), c_att=float(catt),
         c_att_general=float(cgen), rate_lower_bound=float(lower), synchronizes=sync, dissipates=diss,
         lyapunov_spectrum=tuple(float(x) for x in lyapunov_spectrum(params.d, kf.k0, kf.k1)),
-        log_distance_variance=float(log_distance_variance(kf.k0, kf.k1)))
+        log_distance_variance=float(log_distance_variance(kf.k0, kf.k1)), hidden=hidden_spec(params.hidden))
 
 
 regime.__doc__ += "\n" + "\n".join(f"    * ``{k}``: {v}" for k, v in FIELDS.items()) + "\n"
@@ -251,7 +254,7 @@ def lambda1(params: ModelParams) -> float:
     """lambda_1 = ((d-3) k1 - (d-1) k0)/2 of one parameter set (a ModelParams or its fields as
     keywords, as :func:`regime`): the top Lyapunov exponent, two-point synchronization iff < 0.
     A float: +-inf or nan (undefined) when k1 = inf (activations with a jump) at d > 3, d = 2 or d = 3."""
-    kf = kernel(params.activation, params.sigma_w, params.sigma_b, params.sigma_a)
+    kf = kernel(params)
     return float(_lambda1(params.d, kf.k0, kf.k1))
 
 
@@ -260,7 +263,7 @@ def lambda_bar(params: ModelParams) -> float:
     """lambda_bar(beta) = sup over rho in [-1, 1) of L2 f / f, the noise-only energy rate of one
     parameter set (a ModelParams or its fields as keywords, as :func:`regime`).  A float; where the
     sup sits and the edge value are in :func:`regime`'s ``lambda_bar_argmax``, ``lambda_bar_edge``."""
-    kf = kernel(params.activation, params.sigma_w, params.sigma_b, params.sigma_a)
+    kf = kernel(params)
     return float(lambda_bar_from_kernel(kf, params.d, params.beta)[0])
 
 

@@ -34,7 +34,7 @@ COLUMNS = {c: {**FIELDS, **{
     "dissipates": "rate_upper_bound < 0 (True), rate_lower_bound > 0 (False), else undetermined (<NA>)"}}[c]
     for c in ("activation", "d", "sigma_w", "sigma_b", "sigma_a", "beta", "attention_scale", "kernel_method", "k0",
               "k1", "lambda1", "lambda_bar", "lambda_bar_argmax", "lambda_bar_edge", "sup_at_edge", "c_att",
-              "rate_lower_bound", "rate_upper_bound", "synchronizes", "dissipates")}
+              "rate_lower_bound", "rate_upper_bound", "synchronizes", "dissipates", "hidden")}
 
 
 def _axis(name: str, value) -> list:
@@ -56,19 +56,24 @@ def _axis(name: str, value) -> list:
     return [check_real(name, v, 0.0, maximum=maximum) for v in values]
 
 
-def scan(activation="relu", d=3, sigma_w=1.0, sigma_b=0.0, sigma_a=1.0, beta=1.0, attention_scale=1.0):
+def scan(activation="relu", d=3, sigma_w=1.0, sigma_b=0.0, sigma_a=1.0, beta=1.0, attention_scale=1.0, *,
+         hidden=()):
     """Rates and verdicts over the product grid of the arguments, one row per point.
 
     Every argument is a scalar or a sequence (``d=range(2, 66)``, ``sigma_b=numpy.linspace(0, 3, 31)``,
     ``activation=["relu", "tanh"]``); the defaults are ModelParams'.  Returns a ``pandas.DataFrame``
     with the columns of :data:`COLUMNS` (``c_att`` only when attention is on at some point, i.e.
     attention_scale != 0); ``synchronizes`` and
-    ``dissipates`` are nullable booleans (``<NA>``: undetermined).  Raises ParameterError for a bad
+    ``dissipates`` are nullable booleans (``<NA>``: undetermined).  `hidden` (ModelParams.hidden, not an
+    axis) gives every point the same hidden layers after the first (a deep MLP block); the frame then
+    has a column ``hidden``.  Raises ParameterError for a bad
     value, ResourceError for a grid beyond :data:`MAX_POINTS` or rates that overflow.
     """
     import pandas as pd
     from .numeric.kernels import kernel
     from .numeric.rates import _fn, lambda1_rows, lambda_bar_rows
+    from .params import check_hidden, hidden_spec
+    hidden = check_hidden(hidden)
     axes = {name: _axis(name, value) for name, value in zip(
         AXES, (activation, d, sigma_w, sigma_b, sigma_a, beta, attention_scale))}
     n = math.prod(len(v) for v in axes.values())
@@ -91,7 +96,8 @@ def scan(activation="relu", d=3, sigma_w=1.0, sigma_b=0.0, sigma_a=1.0, beta=1.0
     for k in range(n_ker):
         rows = order[bounds[k]:bounds[k + 1]]
         r0 = rows[0]
-        kf = kernel(grid["activation"][r0], grid["sigma_w"][r0], grid["sigma_b"][r0], grid["sigma_a"][r0])
+        kf = kernel(grid["activation"][r0], grid["sigma_w"][r0], grid["sigma_b"][r0], grid["sigma_a"][r0],
+                    hidden=hidden)
         out["k0"][rows], out["k1"][rows], method[rows] = kf.k0, kf.k1, kf.method
         # beta and d vary inside the kernel group; lambda_bar_rows takes both per row
         out["lambda_bar"][rows], out["lambda_bar_argmax"][rows] = lambda_bar_rows(kf, dd[rows], beta_[rows])
@@ -124,6 +130,8 @@ def scan(activation="relu", d=3, sigma_w=1.0, sigma_b=0.0, sigma_a=1.0, beta=1.0
         "dissipates": pd.array(dissipation_verdicts(upper, lower), dtype="boolean")})
     if np.all(scale == 0):
         frame = frame.drop(columns=["c_att"])
+    if hidden:
+        frame["hidden"] = hidden_spec(hidden)
     frame.attrs["columns"] = {c: COLUMNS[c] for c in frame.columns}
     return frame
 

@@ -182,7 +182,7 @@ def sync_time_law(params: ModelParams, eps0: float, eps: float) -> SyncTimeLaw:
     eps = check_real("eps", eps, 0.0, strict=True)
     if not eps < eps0:
         raise ParameterError("eps", eps, f"must be < eps0 = {eps0}")
-    kf = kernel(params.activation, params.sigma_w, params.sigma_b, params.sigma_a)
+    kf = kernel(params)
     if not math.isfinite(kf.k1):
         raise ParameterError("activation", params.activation.name,
                              "has a jump (k1 = inf): the log-distance has infinite variance rate")

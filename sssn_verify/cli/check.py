@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from .common import add_model_options, epilog, print_json
+from .common import add_model_options, epilog, print_json, refuse_hidden
 
 EXAMPLES = [
     "sssn-verify check lambda1 --candidate '((d-3)*k1-(d-1)*k0)/2' --d 5 --sigma-b 0.5",
@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from ..check import check_candidate
     from ..params import check_int, check_real
 
+    refuse_hidden(args, "check")
     level = check_real("level", args.level, 0.5, maximum=1.0 - 1e-12)
     explore = None if args.explore is None else check_int("explore", args.explore, 1)
     out = check_candidate(args.claim, args.candidate, activation=args.activation, d=args.d,

@@ -38,14 +38,40 @@ def add_format_options(p: argparse.ArgumentParser, formats: tuple[str, ...], *, 
     p.add_argument("--json", action="store_true", help="the same as --format json")
 
 
-def add_kernel_options(p: argparse.ArgumentParser, *, activation_default: str = MODEL_DEFAULTS["activation"]) -> None:
-    """--activation, --sigma-w, --sigma-b, --sigma-a (defaults: ModelParams')."""
+HIDDEN_HELP = ('a hidden layer after the first, "ACT SIGMA_W SIGMA_B" (the last two tokens are the numbers, '
+               'the rest the activation); repeat for more layers, in order (default: none, the one-layer block)')
+
+
+def add_hidden_option(p: argparse.ArgumentParser) -> None:
+    """--hidden "ACT SIGMA_W SIGMA_B", repeatable: ModelParams.hidden (the deep MLP block)."""
+    p.add_argument("--hidden", action="append", default=None, metavar='"ACT SIGMA_W SIGMA_B"', help=HIDDEN_HELP)
+
+
+def hidden_from_args(args: argparse.Namespace) -> tuple:
+    """The validated ModelParams.hidden of the parsed --hidden options (() without any)."""
+    from ..params import check_hidden
+    return check_hidden(getattr(args, "hidden", None) or ())
+
+
+def refuse_hidden(args: argparse.Namespace, command: str) -> None:
+    """ParameterError when --hidden is given to a sub-command that does not model deep blocks yet."""
+    from ..errors import ParameterError
+    if getattr(args, "hidden", None):
+        raise ParameterError("hidden", args.hidden[0], f"is not supported by {command} yet (one-layer blocks only)")
+
+
+def add_kernel_options(p: argparse.ArgumentParser, *, activation_default: str = MODEL_DEFAULTS["activation"],
+                       hidden: bool = True) -> None:
+    """--activation, --sigma-w, --sigma-b, --sigma-a (defaults: ModelParams') and, unless `hidden` is
+    False, --hidden (repeatable)."""
     p.add_argument("--activation", default=activation_default,
                    help="registry name (relu, leaky_relu:0.1, sin:3, ...) or an expression in u")
     p.add_argument("--sigma-w", type=float, default=MODEL_DEFAULTS["sigma_w"], help="std of each weight coordinate")
     p.add_argument("--sigma-b", type=float, default=MODEL_DEFAULTS["sigma_b"], help="std of the bias")
     p.add_argument("--sigma-a", type=float, default=MODEL_DEFAULTS["sigma_a"],
                    help="std of each output-weight coordinate")
+    if hidden:
+        add_hidden_option(p)
 
 
 def add_model_options(p: argparse.ArgumentParser, *, d_default: int = MODEL_DEFAULTS["d"]) -> None:
@@ -58,7 +84,7 @@ def add_model_options(p: argparse.ArgumentParser, *, d_default: int = MODEL_DEFA
 def params_from_args(args: argparse.Namespace, **overrides) -> ModelParams:
     """The validated ModelParams named by the parsed options."""
     fields = dict(activation=args.activation, sigma_w=args.sigma_w, sigma_b=args.sigma_b,
-                  sigma_a=args.sigma_a)
+                  sigma_a=args.sigma_a, hidden=hidden_from_args(args))
     for name in ("d", "beta", "n_tokens", "horizon"):
         if hasattr(args, name) and getattr(args, name) is not None:
             fields[name] = getattr(args, name)

@@ -20,7 +20,7 @@ import math
 
 from ..errors import ParameterError
 from ..params import check_int, check_real
-from .common import add_format_options, add_kernel_options, epilog, print_json
+from .common import add_format_options, add_kernel_options, epilog, hidden_from_args, print_json
 
 EXAMPLES = [
     "sssn-verify derive",
@@ -81,9 +81,9 @@ def jsonable(obj):
 
 def _kernel_numbers(args) -> dict:
     from ..numeric.kernels import kernel
-    kf = kernel(args.activation, args.sigma_w, args.sigma_b, args.sigma_a)
+    kf = kernel(args.activation, args.sigma_w, args.sigma_b, args.sigma_a, hidden=hidden_from_args(args))
     out = {"activation": kf.activation.name, "sigma_w": kf.sigma_w, "sigma_b": kf.sigma_b,
-           "sigma_a": kf.sigma_a, "k0": kf.k0, "k1": kf.k1, "method": kf.method,
+           "sigma_a": kf.sigma_a, **_hidden_number(kf), "k0": kf.k0, "k1": kf.k1, "method": kf.method,
            "error_bound": kf.error_bound}
     if args.rho is not None:
         rho = check_real("rho", args.rho, -1.0, maximum=1.0)
@@ -92,13 +92,19 @@ def _kernel_numbers(args) -> dict:
     return out
 
 
+def _hidden_number(kf) -> dict:
+    """{"hidden": "ACT SW SB; ..."} for a deep block's kernel, {} for the one-layer block."""
+    from ..params import hidden_spec
+    return {"hidden": hidden_spec(kf.hidden)} if kf.hidden else {}
+
+
 def _lyapunov_numbers(args) -> dict:
     """k0, k1 (numeric kernel) and lambda_1 at --d and the sigmas, for the chosen activation."""
     from ..numeric.kernels import kernel
     from ..numeric.rates import lambda1
-    kf = kernel(args.activation, args.sigma_w, args.sigma_b, args.sigma_a)
+    kf = kernel(args.activation, args.sigma_w, args.sigma_b, args.sigma_a, hidden=hidden_from_args(args))
     return {"activation": kf.activation.name, "d": args.d, "sigma_w": kf.sigma_w, "sigma_b": kf.sigma_b,
-            "sigma_a": kf.sigma_a, "k0": kf.k0, "k1": kf.k1, "method": kf.method,
+            "sigma_a": kf.sigma_a, **_hidden_number(kf), "k0": kf.k0, "k1": kf.k1, "method": kf.method,
             "lambda1_value": lambda1(args.d, kf.k0, kf.k1)}
 
 

@@ -22,7 +22,7 @@ from ..executor import add_cli_options
 from ..outputs import output_path, write_atomic
 from ..phase_diagram import (AXES, BOTH_NEGATIVE, CONFIRM_BUDGET, CONFIRM_LEVEL, VALUES, axis_values, confirm_grid,
                              phase_diagram_figure, phase_frame, sign_regions)
-from .common import add_format_options, add_kernel_options, epilog, print_frame, print_json
+from .common import add_format_options, add_kernel_options, epilog, print_frame, print_json, refuse_hidden
 
 EXAMPLES = [
     "sssn-verify phase-diagram --activation relu --x d --y sigma_b --values lambda_bar --out relu.png",
@@ -78,6 +78,7 @@ def _headless_backend() -> None:
 def run(args) -> int:
     from ..activations import get_activation
 
+    refuse_hidden(args, "phase-diagram")
     act = get_activation(args.activation)
     if args.x == args.y:
         raise ParameterError("y", args.y, "must differ from --x")

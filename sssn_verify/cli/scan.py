@@ -8,7 +8,7 @@ the DataFrame's column names, numbers with 17 significant digits, so they read b
 """
 from __future__ import annotations
 
-from .common import add_format_options, epilog, print_frame
+from .common import add_format_options, add_hidden_option, epilog, hidden_from_args, print_frame
 
 EXAMPLES = [
     "sssn-verify scan --activation relu --d 2:64 --sigma-b 0:3:31 --format csv > relu.csv",
@@ -33,6 +33,7 @@ def register(subparsers) -> None:
     p.add_argument("--beta", default="1", help="attention inverse temperature")
     p.add_argument("--attention-scale", default="1",
                    help="V = scale I, Q = K = I; 0 switches attention off, negative is repulsive")
+    add_hidden_option(p)                    # not an axis: every point gets the same hidden layers
     add_format_options(p, ("text", "csv", "json"), default="text")
     p.set_defaults(func=run)
 
@@ -41,6 +42,6 @@ def run(args) -> int:
     from ..scan import parse_axis, scan
     axes = {name: parse_axis(name, getattr(args, name)) for name in
             ("activation", "d", "sigma_w", "sigma_b", "sigma_a", "beta", "attention_scale")}
-    frame = scan(**axes)
+    frame = scan(**axes, hidden=hidden_from_args(args))
     print_frame(frame, "json" if args.json else args.format)
     return 0

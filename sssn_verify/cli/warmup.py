@@ -24,7 +24,7 @@ def register(subparsers) -> None:
         description="Compile the engine's numba kernels for one activation (each activation has its own "
                     "compiled module) and build the derived functions regime uses, so that the first "
                     "simulate, verify or check does not pay the compile.", epilog=epilog(EXAMPLES))
-    add_kernel_options(p)
+    add_kernel_options(p, hidden=False)      # the compiled kernels do not depend on hidden layers
     p.set_defaults(func=run)
 
 

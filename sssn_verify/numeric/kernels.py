@@ -25,12 +25,12 @@ from ..activations import Activation, get_activation
 from ..errors import ParameterError
 from ..limits import MAX_SIGMA
 from ..params import check_real
+from .kernel_quadrature import (_adaptive_chebyshev, _closed, _quad_gap, _quad_k0, _quad_k1,  # noqa: F401
+                                _theta_to_u)
 
 # table layout: [k0, jump flag, n, k1, c_0 .. c_{n-1}]
 _HEADER = 4
 _RHO_TOL = 1e-12          # |rho| <= 1 + _RHO_TOL is accepted and clipped
-_R_MAX = 10.0             # radial cut-off: P(R > 10) = e^{-50}
-_Z_MAX = 10.0             # 1-D cut-off
 
 
 # ----------------------------------------------------------------------------- evaluation
@@ -76,6 +76,7 @@ class KernelFunction:
     method: str
     error_bound: float
     table: np.ndarray = field(repr=False)
+    hidden: tuple = ()           # the hidden layers after the first: ((Activation, sigma_w, sigma_b), ...)
 
     def value(self, rho):
         """K(rho), vectorised; rho must lie in [-1, 1]."""
@@ -118,22 +119,32 @@ def check_sigmas(sigma_w, sigma_b, sigma_a) -> tuple[float, float, float]:
     return sw, sb, sa
 
 
-def kernel(activation="relu", sigma_w=1.0, sigma_b=0.0, sigma_a=1.0, *,
+def kernel(activation="relu", sigma_w=1.0, sigma_b=0.0, sigma_a=1.0, *, hidden=(),
            force_quadrature: bool = False) -> KernelFunction:
     """The cached KernelFunction of `activation` at (sigma_w, sigma_b, sigma_a): K(rho) with
     ``k0`` = K(1), ``k1`` = K'(1), ``method`` ('closed form' or 'quadrature'), ``error_bound``.
 
     The arguments are ModelParams' fields, with its defaults; a ModelParams as the first
-    argument stands for its activation and sigmas (the others then stay at their defaults).
+    argument stands for its activation, sigmas and hidden layers (the others then stay at their
+    defaults).  `hidden` (ModelParams.hidden) makes it the deep block's kernel, composed layer by
+    layer (:mod:`sssn_verify.numeric.deep_kernel`).
     """
-    from ..params import ModelParams
+    from ..params import ModelParams, check_hidden
     if isinstance(activation, ModelParams):
-        if (sigma_w, sigma_b, sigma_a) != (1.0, 0.0, 1.0):
+        if (sigma_w, sigma_b, sigma_a) != (1.0, 0.0, 1.0) or hidden:
             raise ParameterError("sigma_w", sigma_w, "cannot be given with a ModelParams (use params.with_(...))")
         p = activation
-        activation, sigma_w, sigma_b, sigma_a = p.activation, p.sigma_w, p.sigma_b, p.sigma_a
+        activation, sigma_w, sigma_b, sigma_a, hidden = p.activation, p.sigma_w, p.sigma_b, p.sigma_a, p.hidden
     act = get_activation(activation)
     sw, sb, sa = check_sigmas(sigma_w, sigma_b, sigma_a)
+    hidden = check_hidden(hidden)
+    if hidden:
+        from .deep_kernel import Block, check_block, hidden_key
+        check_block(act, hidden)
+        hkey = hidden_key(hidden)
+        if not _unit_table_path(act.name, sw, sb, bool(force_quadrature), hkey).exists():
+            Block(act.name, sw, sb, hkey, True).check_moments()
+        return _kernel_cached(act.name, sw, sb, sa, bool(force_quadrature), hkey)
     if not _unit_table_path(act.name, sw, sb, bool(force_quadrature)).exists():
         # infinite / beyond the quadrature window: say why (a cached table passed this when built)
         act.check_moments(math.hypot(sw, sb))
@@ -141,9 +152,9 @@ def kernel(activation="relu", sigma_w=1.0, sigma_b=0.0, sigma_a=1.0, *,
 
 
 @lru_cache(maxsize=4096)
-def _kernel_cached(name, sw, sb, sa, force_quadrature) -> KernelFunction:
+def _kernel_cached(name, sw, sb, sa, force_quadrature, hkey=()) -> KernelFunction:
     act = get_activation(name)
-    base = _unit_table(name, sw, sb, force_quadrature)   # sigma_a = 1
+    base = _unit_table(name, sw, sb, force_quadrature, hkey)   # sigma_a = 1
     scale = sa * sa
     k1 = base["k1"] * scale if (scale > 0 or math.isfinite(base["k1"])) else 0.0
     table = base["table"].copy()
@@ -151,41 +162,23 @@ def _kernel_cached(name, sw, sb, sa, force_quadrature) -> KernelFunction:
     table[3] = k1
     table[_HEADER:] *= scale
     table.setflags(write=False)
+    hidden = tuple((get_activation(n), w, b) for n, w, b in hkey)
     return KernelFunction(act, sw, sb, sa, base["k0"] * scale, k1, base["method"],
-                          base["error_bound"] * scale, table)
+                          base["error_bound"] * scale, table, hidden)
 
 
-def kernel_constants(activation, sigma_w=1.0, sigma_b=0.0, sigma_a=1.0) -> tuple[float, float]:
+def kernel_constants(activation, sigma_w=1.0, sigma_b=0.0, sigma_a=1.0, *, hidden=()) -> tuple[float, float]:
     """(k0, k1) as floats (k1 = inf for a jump)."""
-    kf = kernel(activation, sigma_w, sigma_b, sigma_a)
+    kf = kernel(activation, sigma_w, sigma_b, sigma_a, hidden=hidden)
     return kf.k0, kf.k1
 
 
 # ----------------------------------------------------------------------------- table building
-def _cheb_nodes(n: int) -> np.ndarray:
-    """First-kind Chebyshev nodes on [-1, 1] (no endpoints), increasing."""
-    return np.cos(np.pi * (np.arange(n) + 0.5) / n)[::-1]
-
-
-def _cheb_coefficients(values: np.ndarray) -> np.ndarray:
-    """Coefficients of the interpolant through first-kind nodes (values at increasing nodes)."""
-    from scipy.fft import dct
-    n = values.size
-    f = values[::-1]                     # at cos(pi (j + 1/2)/n), j = 0..n-1
-    coef = dct(f, type=2) / n            # 2 sum_j f_j cos(pi k (j + 1/2)/n) / n
-    coef[0] /= 2.0
-    return coef
-
-
-def _theta_to_u(theta):
-    return 2.0 * np.sin(theta / 2.0) ** 2
-
-
 @lru_cache(maxsize=1024)
-def _unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -> dict:
+def _unit_table(name: str, sw: float, sb: float, force_quadrature: bool, hkey: tuple = ()) -> dict:
     """The sigma_a = 1 table, read from the cache folder when an earlier process built it."""
     from ..outputs import write_atomic
-    path = _unit_table_path(name, sw, sb, force_quadrature)
+    path = _unit_table_path(name, sw, sb, force_quadrature, hkey)
     try:
         stored = np.load(path, allow_pickle=False)
         if stored.ndim == 1 and stored.size > 4 + _HEADER:
@@ -193,7 +186,11 @@ def _unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -> dict
                         method="closed form" if stored[3] else "quadrature", table=stored[4:].copy())
     except (OSError, ValueError, EOFError):
         pass
-    built = _build_unit_table(name, sw, sb, force_quadrature)
+    if hkey:
+        from .deep_kernel import build_unit_table
+        built = build_unit_table(name, sw, sb, hkey, force_quadrature)
+    else:
+        built = _build_unit_table(name, sw, sb, force_quadrature)
     head = [built["k0"], built["k1"], built["error_bound"], float(built["method"] == "closed form")]
     buf = io.BytesIO()
     np.save(buf, np.concatenate([np.array(head), built["table"]]), allow_pickle=False)
@@ -201,17 +198,22 @@ def _unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -> dict
     return built
 
 
-def _unit_table_path(name: str, sw: float, sb: float, force_quadrature: bool) -> Path:
+def _unit_table_path(name: str, sw: float, sb: float, force_quadrature: bool, hkey: tuple = ()) -> Path:
     from ..bridge import cache_folder
     from ..outputs import private_folder
-    key = hashlib.sha256(f"{name}|{sw!r}|{sb!r}|{force_quadrature}|{_source_hash()}".encode()).hexdigest()[:24]
+    deep = "".join(f"|{n}|{w!r}|{b!r}" for n, w, b in hkey)
+    key = hashlib.sha256(f"{name}|{sw!r}|{sb!r}|{force_quadrature}|{_source_hash()}{deep}".encode()).hexdigest()[:24]
     return private_folder(cache_folder() / "kernel_tables") / f"{key}.npy"
 
 
 @lru_cache(maxsize=1)
 def _source_hash() -> str:
-    """Tables depend on this module's code as well as on the derivations (bridge fingerprint)."""
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    """Tables depend on this module's code (and the deep blocks' composition) as well as on the
+    derivations (bridge fingerprint)."""
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    for name in ("deep_kernel.py", "kernel_quadrature.py"):
+        h.update(Path(__file__).with_name(name).read_bytes())
+    return h.hexdigest()[:16]
 
 
 def _build_unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -> dict:
@@ -273,138 +275,18 @@ def _build_unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -
     return dict(table=table, k0=k0, k1=k1, method=method, error_bound=float(bound))
 
 
-def _adaptive_chebyshev(h_at, max_n: int, start_n: int = 33):
-    """Chebyshev coefficients of h on theta in [0, pi], doubling n until the tail is negligible.
-
-    Returns (coefficients, measured error): the error is the largest difference between the
-    interpolant and h at the midpoints between nodes, times w(u) <= 2 (an abs error in K).
-    """
-    n = start_n
-    while True:
-        x = _cheb_nodes(n)
-        vals = h_at((x + 1.0) * np.pi / 2.0)
-        coef = _cheb_coefficients(vals)
-        scale = max(np.max(np.abs(coef)), 1e-300)
-        tail = np.max(np.abs(coef[-4:]))
-        if tail < 1e-14 * scale or 2 * n - 1 > max_n:
-            break
-        n = 2 * n - 1
-    # trim negligible trailing coefficients
-    keep = np.nonzero(np.abs(coef) > 1e-17 * scale)[0]
-    coef = coef[: keep[-1] + 1] if keep.size else coef[:1]
-    # measured error at points between the nodes
-    xm = np.cos(np.pi * np.arange(1, n) / n)[::-1][:: max(1, n // 16)]
-    check = h_at((xm + 1.0) * np.pi / 2.0)
-    approx = np.polynomial.chebyshev.chebval(xm, coef)
-    err = 2.0 * float(np.max(np.abs(check - approx))) + float(np.sum(np.abs(coef[-2:])))
-    return coef, err
-
-
-@lru_cache(maxsize=None)
-def _closed(name: str):
-    """(k0(sw, sb), k1(sw, sb), K_mp(rho, sw, sb)) mpmath callables with sigma_a = 1, or None."""
-    from ..bridge import function
-    f_K = function("kernel.K", "mpmath", name)
-    if f_K is None:
-        return None
-    f_k0, f_k1 = function("kernel.k0", "mpmath", name), function("kernel.k1", "mpmath", name)
-    return (lambda sw, sb: f_k0(sw, sb, 1)), (lambda sw, sb: f_k1(sw, sb, 1)), (lambda r, sw, sb: f_K(r, sw, sb, 1))
-
-
-# ----------------------------------------------------------------------------- quadrature
-@lru_cache(maxsize=None)
-def _gl(q: int):
-    return np.polynomial.legendre.leggauss(q)
-
-
-def _panels(edges: np.ndarray, q: int):
-    """Gauss-Legendre nodes/weights on consecutive panels; edges (..., P+1) sorted."""
-    x, w = _gl(q)
-    a, b = edges[..., :-1], edges[..., 1:]
-    half = (b - a) / 2.0
-    nodes = (a + b)[..., None] / 2.0 + half[..., None] * x
-    weights = half[..., None] * w
-    return nodes, weights
-
-
-def _kink_points(act: Activation) -> np.ndarray:
-    return np.array([k for k in act.kinks if math.isfinite(k)], dtype=float)
-
-
-def _gauss_1d(f, s: float, kinks: np.ndarray, q: int = 20, panels: int = 20):
-    """E f(s Z) by composite Gauss-Legendre on [-Z_MAX, Z_MAX] split at kinks/s."""
-    edges = np.linspace(-_Z_MAX, _Z_MAX, panels + 1)
-    if s > 0 and kinks.size:
-        edges = np.unique(np.concatenate([edges, np.clip(kinks / s, -_Z_MAX, _Z_MAX)]))
-    z, w = _panels(edges, q)
-    z, w = z.ravel(), w.ravel()
-    dens = np.exp(-z * z / 2.0) / math.sqrt(2.0 * math.pi)
-    return float(np.sum(w * dens * f(s * z)))
-
-
-def _quad_k0(act: Activation, s: float):
-    """(E phi(sZ)^2, error estimate)."""
-    kinks = _kink_points(act)
-    f = lambda x: act.numpy(x) ** 2
-    fine = _gauss_1d(f, s, kinks, q=24, panels=48)
-    coarse = _gauss_1d(f, s, kinks)
-    return fine, abs(fine - coarse)
-
-
-def _quad_k1(act: Activation, sw: float, sb: float):
-    """(sigma_w^2 E phi'(sZ)^2, error estimate) with s^2 = sw^2 + sb^2 (Price)."""
-    s = math.hypot(sw, sb)
-    kinks = _kink_points(act)
-    f = lambda x: act.numpy_derivative(x) ** 2
-    fine = _gauss_1d(f, s, kinks, q=24, panels=48)
-    coarse = _gauss_1d(f, s, kinks)
-    return sw * sw * fine, sw * sw * abs(fine - coarse)
-
-
-def _quad_gap(act: Activation, sw: float, sb: float, theta: float, q: int = 16,
-              panels_t: int = 32, panels_r: int = 10) -> float:
-    """(1/2) E[(phi(U) - phi(V))^2] with rho = cos(theta), by polar Gauss-Legendre."""
-    S = sw * sw + sb * sb
-    s = math.sqrt(S)
-    u = _theta_to_u(theta)                 # 1 - rho
-    one_minus_r = sw * sw * u / S
-    alpha = 2.0 * math.asin(min(1.0, math.sqrt(one_minus_r / 2.0)))
-    kinks = _kink_points(act)
-    half = np.pi / 2
-    t_edges = [np.linspace(-np.pi, np.pi, panels_t + 1),
-               np.array([-half, half, alpha - half, alpha + half, alpha / 2, alpha / 2 - np.pi])]
-    t_edges = np.concatenate(t_edges)
-    t_edges = np.unique(np.clip(np.mod(t_edges + np.pi, 2 * np.pi) - np.pi, -np.pi, np.pi))
-    t_edges = np.unique(np.concatenate([t_edges, [-np.pi, np.pi]]))
-    T, WT = _panels(t_edges, q)
-    T, WT = T.ravel(), WT.ravel()
-    base = np.linspace(0.0, _R_MAX, panels_r + 1)
-    cu, cv = np.cos(T), np.cos(T - alpha)
-    extra = []
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for k in kinks:
-            if k == 0.0:
-                continue
-            for cc in (cu, cv):
-                rk = k / (s * cc)
-                extra.append(np.where(np.isfinite(rk) & (rk > 0), np.clip(rk, 0.0, _R_MAX), 0.0))
-    edges = np.broadcast_to(base, (T.size, base.size))
-    if extra:
-        edges = np.sort(np.concatenate([edges, np.stack(extra, axis=1)], axis=1), axis=1)
-    R, WR = _panels(edges, q)                        # (Nt, P, q)
-    Uv = s * R * cu[:, None, None]
-    Vv = s * R * cv[:, None, None]
-    diff = act.numpy(Uv) - act.numpy(Vv)
-    dens = R * np.exp(-R * R / 2.0) / (2.0 * np.pi)
-    inner = np.sum(WR * dens * diff * diff, axis=(1, 2))
-    return 0.5 * float(np.sum(WT * inner))
-
-
-def quadrature_value(activation, rho: float, sigma_w=1.0, sigma_b=0.0, sigma_a=1.0) -> float:
-    """K(rho) directly by the polar quadrature (no table): k0 - sigma_a^2 gap."""
+def quadrature_value(activation, rho: float, sigma_w=1.0, sigma_b=0.0, sigma_a=1.0, *, hidden=()) -> float:
+    """K(rho) directly by the polar quadrature (no table): k0 - sigma_a^2 gap (for a deep block,
+    the chain of quadratures of numeric.deep_kernel)."""
+    from ..params import check_hidden
     act = get_activation(activation)
     sw, sb, sa = check_sigmas(sigma_w, sigma_b, sigma_a)
     rho = float(_check_rho(rho))
+    hidden = check_hidden(hidden)
+    if hidden:
+        from .deep_kernel import check_block, hidden_key, quadrature_value as deep_value
+        check_block(act, hidden)
+        return deep_value(act.name, rho, sw, sb, sa, hidden_key(hidden))
     k0 = _quad_k0(act, math.hypot(sw, sb))[0]
     if sw == 0.0:
         return sa * sa * k0

@@ -137,6 +137,9 @@ def prepare(params, width=None, mode="auto", n_rows=1, tangent=False) -> Prepare
     if width is None:
         raise ParameterError("widths", None, "are required for model='coupled' (e.g. 16,64,256,inf)")
     ws = parse_widths(width)
+    if params.hidden:
+        raise ParameterError("hidden", params.hidden[0][0].name, "the width coupling of deep MLP blocks is not "
+                             "implemented yet (one-layer blocks only)")
     finite = np.array([w for w in ws if w != math.inf], dtype=np.int64)
     has_inf = ws[-1] == math.inf
     table, k0 = np.zeros(5), 0.0

@@ -133,6 +133,9 @@ def prepare(params, width=None, mode="auto", n_rows=1, tangent=False) -> Prepare
     if width is None:
         raise ParameterError("width", width, "is required for model='transformer'")
     m = check_int("width", width, 1)
+    if params.hidden:
+        raise ParameterError("hidden", params.hidden[0][0].name, "the finite-width simulation of deep MLP blocks is "
+                             "not implemented yet (use model='gaussian' or 'sde', the m = infinity field)")
     pre_exact, out_exact = choose_mode(mode, n_rows, params.d, m)
     label = {(True, True): "exact", (False, False): "literal"}.get(
         (pre_exact, out_exact), "exact-pre" if pre_exact else "exact-out")

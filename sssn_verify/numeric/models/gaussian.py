@@ -74,7 +74,7 @@ def tangent_step(st, x, V, h, consts, att, tw, rtol):
 def prepare(params, width=None, mode="auto", n_rows=1, tangent=False) -> Prepared:
     """FieldConsts of `params`' kernel K (sigma_w, sigma_b, sigma_a, activation)."""
     from ..kernels import kernel
-    kf = kernel(params.activation, params.sigma_w, params.sigma_b, params.sigma_a)
+    kf = kernel(params)
     if tangent and not math.isfinite(kf.k1):
         raise ParameterError("activation", params.activation.name,
                              "has a jump (k1 = K'(1) = inf): the m = infinity tangent flow is undefined")
