@@ -8,15 +8,17 @@ and any chunking over paths), calls the parallel kernel of a model
 raises :class:`~sssn_verify.errors.SimulationError` naming the layer and the parameters if a
 path blows up.  Long runs show a tqdm progress bar (chunks of paths).
 
-Public API::
+Public API (every function but ``simulate`` and ``initial_tokens`` takes a ModelParams, its
+fields as keywords, or both, as :func:`sssn_verify.regime` does: ``simulate_gaussian(p, 50)``,
+``simulate_gaussian(depth=50, d=4, activation="tanh")``)::
 
     simulate(model, params, depth, width=None, n_paths=1, seed=0, init=None, mode="auto", ...)
-    simulate_transformer(params, depth, width, n_paths=1, seed=0, init=None, mode="auto", ...)
-    simulate_gaussian(params, depth, n_paths=1, seed=0, init=None, ...)
-    simulate_sde(params, depth, n_paths=1, seed=0, init=None, ...)
-    simulate_coupled(params, depth, widths=(16, 64, 256, inf), n_paths=1, seed=0, init=None, ...)
-    sde_refinement_ladder(params, depth, factors=(1, 2, 4, 8), kind="sde", ...)
-    lyapunov_tangent(params, model="transformer", depth=..., width=..., n_paths=..., seed=...,
+    simulate_transformer(params, depth=100, width=256, n_paths=1, seed=0, init=None, mode="auto", ...)
+    simulate_gaussian(params, depth=100, n_paths=1, seed=0, init=None, ...)
+    simulate_sde(params, depth=100, n_paths=1, seed=0, init=None, ...)
+    simulate_coupled(params, depth=100, widths=(16, 64, 256, inf), n_paths=1, seed=0, init=None, ...)
+    sde_refinement_ladder(params, depth=100, factors=(1, 2, 4, 8), kind="sde", ...)
+    lyapunov_tangent(params, model="transformer", depth=100, width=None, n_paths=1, seed=0,
                      n_vectors=1)
     two_point(params, model="sde", depth=100, rho0=0.5, n_paths=1, seed=0, width=None)
     initial_tokens(params, n_paths, seed, init=None)
@@ -36,7 +38,7 @@ import numpy as np
 
 from .errors import ParameterError, SimulationError
 from .limits import check_simulation
-from .params import ModelParams, check_int, check_real, hidden_spec
+from .params import ModelParams, check_int, check_real, hidden_spec, takes_model
 from .numeric import rng as _rng
 from .numeric.attention import operands as _attention
 from .numeric.fields import DEFAULT_RTOL, STATUS_MESSAGES, STATUS_OK
@@ -361,7 +363,8 @@ def simulate(model: str, params: ModelParams, depth: int, width: int | None = No
                             traj if store_every > 0 else None, prep.mode, dict(prep.info))
 
 
-def simulate_transformer(params: ModelParams, depth: int, width: int, n_paths: int = 1, seed=0,
+@takes_model
+def simulate_transformer(params: ModelParams, depth: int = 100, width: int = 256, n_paths: int = 1, seed=0,
                          init=None, mode: str = "auto", betas: Sequence[float] = (),
                          store_every: int = 0, progress: bool | None = None,
                          rtol: float = DEFAULT_RTOL) -> SimulationResult:
@@ -375,7 +378,8 @@ def simulate_transformer(params: ModelParams, depth: int, width: int, n_paths: i
                     betas, store_every, progress, rtol)
 
 
-def simulate_gaussian(params: ModelParams, depth: int, n_paths: int = 1, seed=0, init=None,
+@takes_model
+def simulate_gaussian(params: ModelParams, depth: int = 100, n_paths: int = 1, seed=0, init=None,
                       betas: Sequence[float] = (), store_every: int = 0, progress: bool | None = None,
                       rtol: float = DEFAULT_RTOL) -> SimulationResult:
     """The Gaussian transformer (m = infinity): x' = Pi(y + sqrt(delta) G(y)), G jointly
@@ -384,7 +388,8 @@ def simulate_gaussian(params: ModelParams, depth: int, n_paths: int = 1, seed=0,
                     progress, rtol)
 
 
-def simulate_sde(params: ModelParams, depth: int, n_paths: int = 1, seed=0, init=None,
+@takes_model
+def simulate_sde(params: ModelParams, depth: int = 100, n_paths: int = 1, seed=0, init=None,
                  betas: Sequence[float] = (), store_every: int = 0, progress: bool | None = None,
                  rtol: float = DEFAULT_RTOL) -> SimulationResult:
     """The limiting SDE by projected Euler with `depth` steps of size T / depth:
@@ -393,7 +398,8 @@ def simulate_sde(params: ModelParams, depth: int, n_paths: int = 1, seed=0, init
                     progress, rtol)
 
 
-def simulate_coupled(params: ModelParams, depth: int, widths=(16, 64, 256, math.inf), n_paths: int = 1,
+@takes_model
+def simulate_coupled(params: ModelParams, depth: int = 100, widths=(16, 64, 256, math.inf), n_paths: int = 1,
                      seed=0, init=None, progress: bool | None = None, rtol: float = DEFAULT_RTOL,
                      *, executor=None, paths=None, mode: str = "auto") -> CoupledResult:
     """Widths m_1 < .. < m_K (and m = infinity when `widths` holds ``inf`` or ``"inf"``) on one
@@ -445,7 +451,8 @@ def simulate_coupled(params: ModelParams, depth: int, widths=(16, 64, 256, math.
 LADDER_KINDS = tuple(name for name, m in MODELS.items() if m.field)
 
 
-def sde_refinement_ladder(params: ModelParams, depth: int, factors: Sequence[int] = (1, 2, 4, 8),
+@takes_model
+def sde_refinement_ladder(params: ModelParams, depth: int = 100, factors: Sequence[int] = (1, 2, 4, 8),
                           kind: str = "sde", n_paths: int = 1, seed=0, init=None,
                           progress: bool | None = None, rtol: float = DEFAULT_RTOL) -> LadderResult:
     """Coupled levels on one Brownian field: the reference (the limit `kind` converges to,
@@ -535,6 +542,7 @@ def tangent_initial(params: ModelParams, n_paths: int, seed, init=None, tangent=
     return np.ascontiguousarray(x0), np.ascontiguousarray(G[:, 0] if k == 1 else G)
 
 
+@takes_model
 def lyapunov_tangent(params: ModelParams, model: str = "transformer", depth: int = 100,
                      width: int | None = None, n_paths: int = 1, seed=0, init=None,
                      tangent=None, mode: str = "auto", progress: bool | None = None,
@@ -604,6 +612,7 @@ class TwoPointResult:
     gap: np.ndarray
 
 
+@takes_model
 def two_point(params: ModelParams, model: str = "sde", depth: int = 100, rho0: float = 0.5,
               n_paths: int = 1, seed=0, width: int | None = None, mode: str = "auto",
               progress: bool | None = None) -> TwoPointResult:

@@ -292,25 +292,37 @@ def model_params(params: ModelParams | None = None, /, **changes) -> ModelParams
 
 
 def takes_model(fn):
-    """The public calling style: ``fn(params: ModelParams, *, options)`` becomes
-    ``fn(params=None, /, *, options, d=3, n_tokens=8, ..., V=None)``, called with a ModelParams,
+    """The public calling style: ``fn(params: ModelParams, options...)`` becomes
+    ``fn(params=None, /, options..., *, d=3, n_tokens=8, ..., V=None)``, called with a ModelParams,
     with its fields as keywords (ModelParams' defaults), or with both (the keywords change
-    those fields).  The signature lists every parameter (``inspect.signature``, ``help``)."""
+    those fields).  The options keep their kind (positional ones stay positional, so
+    ``simulate_gaussian(p, 50)`` and ``simulate_gaussian(depth=50, d=4)`` both work) and must
+    all have defaults; the model's fields are keyword-only.  The signature lists every
+    parameter (``inspect.signature``, ``help``)."""
     import functools
     import inspect
 
     P = inspect.Parameter
     sig = inspect.signature(fn)
-    options = [p.replace(kind=P.KEYWORD_ONLY) for p in list(sig.parameters.values())[1:]]
+    options = list(sig.parameters.values())[1:]
+    required = [p.name for p in options if p.default is P.empty]
+    if required:
+        raise TypeError(f"takes_model: the options of {fn.__name__} need defaults ({', '.join(required)})")
     names = {p.name for p in options}
     model = [P(f.name, P.KEYWORD_ONLY, default=f.default, annotation=f.type) for f in fields(ModelParams)
              if f.name not in names]
+    positional = [p for p in options if p.kind is not P.KEYWORD_ONLY]
+    keyword = [p for p in options if p.kind is P.KEYWORD_ONLY]
 
     @functools.wraps(fn)
-    def public(params=None, /, **kwargs):
+    def public(params=None, /, *args, **kwargs):
+        if len(args) > len(positional):
+            raise TypeError(f"{fn.__name__}() takes at most {len(positional) + 1} positional arguments "
+                            f"({len(args) + 1} given)")
         own = {k: kwargs.pop(k) for k in list(kwargs) if k in names}
-        return fn(model_params(params, **kwargs), **own)
+        return fn(model_params(params, **kwargs), *args, **own)
 
     public.__signature__ = sig.replace(parameters=[
-        P("params", P.POSITIONAL_ONLY, default=None, annotation="ModelParams | None"), *options, *model])
+        P("params", P.POSITIONAL_ONLY, default=None, annotation="ModelParams | None"),
+        *positional, *keyword, *model])
     return public

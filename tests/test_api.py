@@ -148,6 +148,38 @@ def test_one_calling_style_a_model_or_its_fields_with_the_same_defaults():
         raise AssertionError("an unknown keyword was accepted")
 
 
+def test_the_simulators_take_a_model_or_its_fields_too():
+    """Issue 24.1 for the engine: every public simulator takes a ModelParams, its fields as
+    keywords, or both, with ModelParams' defaults in its signature; positional calls keep working."""
+    import inspect
+
+    import numpy as np
+
+    from sssn_verify.params import MODEL_DEFAULTS
+    sv = sssn_verify
+    kw = dict(d=4, n_tokens=3, activation="relu", sigma_b=0.5)
+    p = sv.ModelParams(**kw)
+    for f in (sv.simulate_transformer, sv.simulate_gaussian, sv.simulate_sde, sv.simulate_coupled,
+              sv.sde_refinement_ladder, sv.lyapunov_tangent):
+        params = inspect.signature(f).parameters
+        assert {k: params[k].default for k in MODEL_DEFAULTS} == MODEL_DEFAULTS, f.__name__
+        assert params["depth"].default == 100, f.__name__
+    a = sv.simulate_gaussian(p, 4, 2, 7, progress=False)
+    b = sv.simulate_gaussian(depth=4, n_paths=2, seed=7, progress=False, **kw)
+    c = sv.simulate_gaussian(sv.ModelParams(d=4), depth=4, n_paths=2, seed=7, progress=False,
+                             **{k: v for k, v in kw.items() if k != "d"})
+    assert np.array_equal(a.energy, b.energy) and np.array_equal(a.energy, c.energy)
+    s1 = sv.simulate_sde(p, 4, 2, 7, progress=False)
+    s2 = sv.simulate_sde(depth=4, n_paths=2, seed=7, progress=False, **kw)
+    assert np.array_equal(s1.tokens, s2.tokens)
+    try:
+        sv.simulate_sde(depth=4, tokens=3)
+    except sv.ParameterError as exc:
+        assert "tokens" in str(exc)
+    else:
+        raise AssertionError("an unknown keyword was accepted")
+
+
 def beta_default(cls):
     import dataclasses
     return {f.name: f.default for f in dataclasses.fields(cls)}["beta"]
