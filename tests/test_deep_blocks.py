@@ -165,6 +165,39 @@ def test_one_hidden_layer_is_the_one_layer_kernel_composed():
     np.testing.assert_allclose(two.value(rhos), one.value(rhos) / 0.85 ** 2, rtol=1e-13)
 
 
+# ----------------------------------------------------------------------------- the derivation
+def test_chain_rule_derivation_and_the_relu_relu_closed_form():
+    """symbolic.deep_kernel: k1 is the product of sigma_w,l^2 M1_l (sympy's chain rule on undetermined
+    H_l); the ReLU -> ReLU closed form, evaluated by mpmath, against the independent quadrature and
+    against the numeric table; its k1 against a one-sided difference quotient of the closed form."""
+    import mpmath as mp
+    import sympy as sp
+    from sssn_verify.symbolic import derive
+    from sssn_verify.symbolic.deep_kernel import layer_symbols, relu_relu
+    from sssn_verify.symbolic.symbols import rho, sigma_a, sigma_b, sigma_w
+    der = derive("deep_kernel")
+    sw, sb, m0, m1, _ = layer_symbols()
+    assert der.extras["k1"] == sigma_a ** 2 * sp.Mul(*[w ** 2 for w in sw]) * sp.Mul(*m1)
+    assert der.extras["k0"] == sigma_a ** 2 * m0[-1]
+    K, k0, k1, _, _ = relu_relu()
+    w2, b2 = layer_symbols(2)[0][1], layer_symbols(2)[1][1]
+    vals = {sigma_w: sp.Rational(13, 10), sigma_b: sp.Rational(7, 20), w2: sp.Rational(4, 5),
+            b2: sp.Rational(3, 5), sigma_a: sp.Rational(11, 10)}
+    layers, sa = [("relu", 1.3, 0.35), ("relu", 0.8, 0.6)], 1.1
+    f = sp.lambdify(rho, K.subs(vals), "mpmath")
+    kf = kernel("relu", 1.3, 0.35, 1.1, hidden=[("relu", 0.8, 0.6)])
+    for x in (-0.7, 0.1, 0.9):
+        assert float(f(x)) == pytest.approx(independent_K(layers, sa, x), rel=REL)
+        assert float(f(x)) == pytest.approx(kf.value(x), rel=1e-13)
+    assert float(k0.subs(vals)) == pytest.approx(kf.k0, rel=1e-14)
+    assert float(k1.subs(vals)) == pytest.approx(kf.k1, rel=1e-14)
+    with mp.workdps(50):
+        h = mp.mpf("1e-20")
+        # K(1) - K(1-h) = k1 h + O(h^{3/2}); K(1) = k0 exactly (sqrt(1 - r^2) at r = 1 would be a rounding root)
+        slope = (mp.mpf(sp.Rational(k0.subs(vals)).p) / sp.Rational(k0.subs(vals)).q - f(1 - h)) / h
+        assert abs(float(slope) / float(k1.subs(vals)) - 1) < 1e-8
+
+
 # ----------------------------------------------------------------------------- validation
 def test_hidden_validation():
     p = ModelParams(hidden=[("tanh", 1.2, 0.1), "relu 1 0.5", ("sin(3*u) + u", 0.5, 0)])

@@ -46,6 +46,9 @@ def latex_name(name: str) -> str | None:
     if m:
         h = m.group(2)
         return rf"\|V_{h}\|" if m.group(1) == "V" else rf"\|K_{h}^{{\top}} Q_{h}\|"
+    m = re.fullmatch(r"M([01])_(\d+)", name)            # Gaussian moments of layer l (deep blocks)
+    if m:
+        return f"M_{{{m.group(1)},{m.group(2)}}}"
     m = re.fullmatch(r"v(\d)(\d)(?:_(\d))?", name)     # entries of a value matrix V (or V_h)
     if m:
         return f"(V_{m.group(3)})_{{{m.group(1)}{m.group(2)}}}" if m.group(3) else f"V_{{{m.group(1)}{m.group(2)}}}"
