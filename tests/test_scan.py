@@ -77,8 +77,9 @@ def _relu_lambda_bar(d, sw, sb, sa, beta):
 
 def test_scan_relu_agrees_with_independent_values():
     """The acceptance grid (10,240 points: d = 2..65, sigma_b in linspace(0, 3, 160), beta = 1) against
-    the hand-written ReLU values: deterministic, tolerance 1e-9 relative to max(|value|, k0) (k0, the
-    kernel's scale, stands in where a rate crosses 0: a relative error is meaningless at a zero)."""
+    the hand-written ReLU values: deterministic, tolerance 1e-9 relative to the independent value
+    itself (measured: <= 1.3e-15); where that value is exactly 0 (d = 5, sigma_b = 1: the edge value
+    (2 - 2 sigma_b^2)/2 vanishes) a relative error is undefined and the scan must give 0 to 1e-15 k0."""
     df = sv.scan(activation="relu", d=range(2, 66), sigma_b=np.linspace(0, 3, 160), sigma_w=1, sigma_a=1)
     assert len(df) == 10240 and list(df.columns[:7]) == ["activation", "d", "sigma_w", "sigma_b", "sigma_a",
                                                          "beta", "attention_scale"]
@@ -87,10 +88,13 @@ def test_scan_relu_agrees_with_independent_values():
     np.testing.assert_allclose(df["k0"], k0, rtol=1e-13)
     np.testing.assert_allclose(df["k1"], 0.5, rtol=1e-13)
     lam1 = -(2 + (d - 1) * sb**2) / 4                       # README's ReLU finding, sigma_a = sigma_w = 1
-    assert np.all(np.abs(df["lambda1"] - lam1) <= 1e-9 * np.maximum(np.abs(lam1), k0))
+    assert np.all(np.abs(df["lambda1"] - lam1) <= 1e-9 * np.abs(lam1))      # lambda_1 < 0 everywhere
     ref = _relu_lambda_bar(d, 1.0, sb, 1.0, 1.0)
-    err = np.abs(df["lambda_bar"].to_numpy() - ref) / np.maximum(np.abs(ref), k0)
-    assert err.max() <= 1e-9, (err.max(), df.iloc[int(err.argmax())].to_dict())
+    got = df["lambda_bar"].to_numpy()
+    zero = ref == 0.0
+    assert 0 < zero.sum() <= 2 and np.all(np.abs(got[zero]) <= 1e-15 * k0[zero])
+    err = np.abs(got[~zero] - ref[~zero]) / np.abs(ref[~zero])
+    assert err.max() <= 1e-9, (err.max(), df[~zero].iloc[int(err.argmax())].to_dict())
     edge = (2 - (d - 3) * sb**2) / 2                        # README: (sigma_a^2/2)(2 sigma_w^2 - (d-3) sigma_b^2)
     assert np.all(np.abs(df["lambda_bar_edge"] - edge) <= 1e-12 * np.maximum(np.abs(edge), k0))
     # verdicts: lambda_1 < 0 always (ReLU); dissipation iff lambda_bar < 0 (C_att = 0 for V = I)
