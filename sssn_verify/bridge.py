@@ -111,6 +111,13 @@ def _kernel(part: str, activation: str):
     return (S.sigma_w, S.sigma_b, S.sigma_a), (k0 if part == "k0" else k1)
 
 
+def _phi_odd(activation: str):
+    """1 when phi(-u) + phi(u) simplifies to 0 (symbolic.projective.phi_is_odd), else 0: a constant, so
+    that ``regime`` decides oddness on a warm cache without sympy."""
+    import sympy as sp
+    return (), sp.Integer(int(_sym("projective").activation_is_odd(activation)))
+
+
 def _spde_drift(param: str):
     """(transport, projection drift, second-order term) of Itô's formula for <mu_t, f>, f the test
     functional "kind" (symbolic.spde.KINDS), N tokens in R^d; param "kind:d:N".  Arguments: the
@@ -155,6 +162,9 @@ EXPRESSIONS: dict[str, Callable] = {
     "dissipation.edge_rate_relu": _shared("dissipation", "relu_edge_rate", "d", "sigma_w", "sigma_b", "sigma_a"),
     "dissipation.stable_numerator": _shared("dissipation", "stable_numerator", "u", "q", "d", "k0", "beta"),
     "dissipation.generator_factor": _shared("dissipation", "generator_factor", "d", "beta", "rho", "k0", "Krho"),
+    "projective.stable_numerator": _shared("projective", "stable_numerator", "u", "q", "d", "k0"),
+    "projective.edge_rate": _shared("projective", "edge_rate", "d", "k0", "k1"),
+    "projective.lambda_proj": _shared("projective", "projective_lyapunov", "d", "k0", "k1"),
     "coercivity.relu_threshold": _shared("dissipation", "relu_region", "d", pick=3),
     "coercivity.edge_moments": _coercivity_edge,
     "attention_bound.c_att": _shared("dissipation", "attention_constant", "beta", "norm_V", "norm_KtQ", pick=2),
@@ -173,12 +183,13 @@ EXPRESSIONS: dict[str, Callable] = {
        for part in ("mean", "variance", "p_reach_away", "cdf", "mu", "scale")},
     "spde.drift_parts": _spde_drift,
     "kernel.K": lambda activation: _kernel("K", activation),
+    "projective.phi_odd": _phi_odd,
     "kernel.k0": lambda activation: _kernel("k0", activation),
     "kernel.k1": lambda activation: _kernel("k1", activation),
 }
 
 #: families: the expressions that take a parameter (the activation's canonical name)
-FAMILIES = frozenset({"kernel.K", "kernel.k0", "kernel.k1", "spde.drift_parts"})
+FAMILIES = frozenset({"kernel.K", "kernel.k0", "kernel.k1", "spde.drift_parts", "projective.phi_odd"})
 
 
 # ----------------------------------------------------------------------------- cache folder

@@ -2,7 +2,7 @@
 
 ``find(statement, assume=...)`` looks for a counterexample to a statement about the regime
 quantities of one parameter set (``lambda1``, ``lambda_bar``, ``k0``, ``k1``, ``c_att``,
-``d``, ``sigma_w``, ``sigma_b``, ``sigma_a``, ``beta``), e.g. ``"lambda_bar < 0"`` under
+``lambda_bar_proj``, ``lambda_proj`` (odd fields only), ``d``, ``sigma_w``, ``sigma_b``, ``sigma_a``, ``beta``), e.g. ``"lambda_bar < 0"`` under
 ``"d > 3"``, parsed by :mod:`sssn_verify.expr`; every quantity carries its stated error and a
 comparison is judged three-valued, so numerical error is never a counterexample.
 ``explore_suite`` screens, confirms and shrinks each claim over its declared domain
@@ -30,7 +30,11 @@ DEFAULT_DOMAIN: dict[str, tuple[float, float]] = {
 }
 PARAMETERS = tuple(DEFAULT_DOMAIN)
 #: the names a statement may use
-QUANTITIES = ("lambda1", "lambda_bar", "k0", "k1", "c_att") + PARAMETERS
+#: the regime quantities a statement may use; lambda_bar_proj and lambda_proj (symbolic/projective) are
+#: defined for odd fields only (phi odd, sigma_b = 0) and undefined elsewhere, so a statement about them
+#: is undetermined, never false, at a field that is not odd
+RATES = ("lambda1", "lambda_bar", "k0", "k1", "c_att", "lambda_bar_proj", "lambda_proj")
+QUANTITIES = RATES + PARAMETERS
 
 #: stated error of the numerical supremum lambda_bar (grid plus bounded refinement)
 LAMBDA_BAR_ABS_ERR = 1e-6
@@ -81,7 +85,9 @@ def _atom_functions(atom: sp.Basic):
 def _atom(atom, values, errors):
     """(truth in {True, False, None}, signed relative margin by which the relation holds)."""
     g_fn, grad_fn = _atom_functions(atom)
-    args = [np.float64(values[n]) for n in QUANTITIES]     # numpy scalars: k0/0 is inf, not ZeroDivisionError
+    # numpy scalars: k0/0 is inf, not ZeroDivisionError; a quantity not given (a caller's table of the
+    # original quantities) is undefined, which only matters to a statement that uses it
+    args = [np.float64(values.get(n, math.nan)) for n in QUANTITIES]
     with np.errstate(all="ignore"):
         g = float(g_fn(*args))
         grad = np.asarray(grad_fn(*args), dtype=float).ravel()
@@ -90,7 +96,7 @@ def _atom(atom, values, errors):
     if math.isinf(g):
         err = 0.0
     else:
-        err_q = np.array([errors[n] for n in QUANTITIES])
+        err_q = np.array([errors.get(n, 0.0) for n in QUANTITIES])
         terms = np.abs(grad) * err_q
         terms[err_q == 0] = 0.0
         err = 2.0 * float(np.sum(terms)) if np.all(np.isfinite(terms)) else math.inf
@@ -156,7 +162,8 @@ def quantities(point: dict[str, Any]) -> tuple[dict[str, float], dict[str, float
     eb = float(kernel(p.activation, p.sigma_w, p.sigma_b, p.sigma_a).error_bound)
     d = p.d
     values = {"lambda1": r.lambda1, "lambda_bar": r.lambda_bar, "k0": r.k0, "k1": r.k1,
-              "c_att": r.c_att, "d": float(d), "sigma_w": p.sigma_w, "sigma_b": p.sigma_b,
+              "c_att": r.c_att, "lambda_bar_proj": r.lambda_bar_proj, "lambda_proj": r.lambda_proj,
+              "d": float(d), "sigma_w": p.sigma_w, "sigma_b": p.sigma_b,
               "sigma_a": p.sigma_a, "beta": p.beta}
     e_k1 = 0.0 if math.isinf(r.k1) else eb
     errors = {"k0": eb, "k1": e_k1,
@@ -164,6 +171,10 @@ def quantities(point: dict[str, Any]) -> tuple[dict[str, float], dict[str, float
               "lambda_bar": (LAMBDA_BAR_ABS_ERR + LAMBDA_BAR_REL_ERR * _fabs(r.lambda_bar)
                              + (d - 1) * e_k1 + abs(d - 3) * eb),
               "c_att": _ROUNDING * abs(r.c_att)}
+    # the projective rates have the error model of lambda_1 and lambda_bar (the same k0, k1 and grid)
+    errors["lambda_proj"] = 0.5 * (abs(d - 3) * e_k1 + (d - 1) * eb) + _ROUNDING * _fabs(r.lambda_proj)
+    errors["lambda_bar_proj"] = (LAMBDA_BAR_ABS_ERR + LAMBDA_BAR_REL_ERR * _fabs(r.lambda_bar_proj)
+                                 + (d - 1) * e_k1 + abs(d - 3) * eb)
     errors.update({k: 0.0 for k in PARAMETERS})
     return values, errors
 
@@ -270,7 +281,7 @@ class FindResult:
                      f"  activation {c['activation']}, d = {c['d']}, sigma_w = {c['sigma_w']:.10g}, "
                      f"sigma_b = {c['sigma_b']:.10g}, sigma_a = {c['sigma_a']:.10g}, beta = {c['beta']:.10g}",
                      "  " + "   ".join(f"{k} = {self.values[k]:.10g} (+- {self.errors[k]:.2g})"
-                                      for k in ("lambda1", "lambda_bar", "k0", "k1", "c_att"))]
+                                      for k in RATES if not math.isnan(self.values[k]))]
         dom = ", ".join(f"{k} in {v}" for k, v in self.domain.items())
         lines.append(f"domain: {dom}")
         lines += [f"note: {n}" for n in self.notes]
@@ -368,6 +379,10 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
             raise _Counterexample()
 
     notes = []
+    proj = sorted(stmt.names & {"lambda_bar_proj", "lambda_proj"})
+    if proj:
+        notes.append(f"{', '.join(proj)}: defined for odd fields only (phi odd, sigma_b = 0) and undetermined "
+                     "elsewhere; --assume 'sigma_b == 0' searches only there")
     try:
         search()
     except _Counterexample:
@@ -395,7 +410,7 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
 
 
 __all__ = ["find", "FindResult", "parse_statement", "judge", "quantities", "all_activations",
-           "DEFAULT_DOMAIN", "QUANTITIES", "LAMBDA_BAR_ABS_ERR", "LAMBDA_BAR_REL_ERR"]
+           "DEFAULT_DOMAIN", "QUANTITIES", "RATES", "LAMBDA_BAR_ABS_ERR", "LAMBDA_BAR_REL_ERR"]
 
 
 # ----------------------------------------------------------------------------- claim exploration

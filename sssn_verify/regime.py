@@ -21,13 +21,14 @@ and nan as None, so that the JSON stays standard.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from .numeric.kernels import kernel
 from .numeric.rates import c_att as _c_att
 from .numeric.rates import c_att_general, lambda_bar_from_kernel, lambda_edge, near_sync_rate
+from .numeric.rates import lambda_bar_proj_from_kernel, lambda_proj
 from .numeric.rates import lambda1 as _lambda1
 from .errors import ResourceError
 from .params import ModelParams, hidden_spec, takes_model
@@ -58,6 +59,15 @@ FIELDS = {
     "verdict": "'dissipates', 'does not dissipate' or 'undetermined: the rate lies in [a, b]'",
     "reason": "the dissipation verdict in words, with its numbers",
     "hidden": "the hidden layers after the first, 'ACT SIGMA_W SIGMA_B; ...' ('' for the one-layer block)",
+    "odd_field": "F(-x) = -F(x): phi odd (phi(-u) + phi(u) simplifies to 0) and sigma_b = 0",
+    "lambda_bar_proj": "odd fields: sup over rho in [0, 1) of L f / f for the projective energy f = 1 - rho^2 "
+                       "(noise only; undefined, None, for other fields)",
+    "lambda_bar_proj_argmax": "the rho attaining lambda_bar_proj (1.0: the rho -> 1 limit)",
+    "lambda_proj": "odd fields: the projective Lyapunov exponent (the rate of log of the projective distance)",
+    "sync_up_to_sign": "odd fields: lambda_proj < 0 (True), > 0 (False), else or not odd: undetermined (None)",
+    "projective_verdict": "'synchronizes up to sign', 'does not synchronize up to sign', 'undetermined' or "
+                          "'not an odd field'",
+    "projective_reason": "the projective verdict in words, with its numbers",
 }
 
 
@@ -87,6 +97,12 @@ class Regime:
     lyapunov_spectrum: tuple[float, ...] = ()
     log_distance_variance: float = math.nan
     hidden: str = ""
+    odd_field: bool = False
+    lambda_bar_proj: float = math.nan
+    lambda_bar_proj_argmax: float = math.nan
+    lambda_proj: float = math.nan
+    sync_up_to_sign: bool | None = None
+    attention_on: bool = field(default=True, repr=False)      # for the projective reason only
 
     FIELDS = FIELDS
 
@@ -116,12 +132,43 @@ class Regime:
                 f"lambda_edge - 2 lambda_min((V+V^T)/2) = {_fmt(a)} <= 0 does not exclude one: the best "
                 "uniform rate lies between the two")
 
+    @property
+    def projective_verdict(self) -> str:
+        """Synchronization up to sign (odd fields): from the sign of the projective exponent."""
+        if not self.odd_field:
+            return "not an odd field"
+        return {True: "synchronizes up to sign", False: "does not synchronize up to sign",
+                None: "undetermined"}[self.sync_up_to_sign]
+
+    @property
+    def projective_reason(self) -> str:
+        """Why, with the projective numbers (lambda_proj, lambda_bar_proj)."""
+        if not self.odd_field:
+            return ("the projective motion is not Markov: phi is not odd or sigma_b > 0, so F(-x) = -F(x) fails "
+                    "and antipodal pairs do not stay antipodal")
+        lp, lb = _fmt(self.lambda_proj), _fmt(self.lambda_bar_proj)
+        where = ("rho -> +-1" if self.lambda_bar_proj_argmax == 1.0
+                 else f"rho = +-{self.lambda_bar_proj_argmax:.6g}")
+        energy = (f"the projective energy E_proj = mean (1 - rho^2) decays: E[E_proj(t)] <= "
+                  f"exp({lb} t) E[E_proj(0)] (noise only)" if self.lambda_bar_proj < 0 else
+                  f"the projective energy bound lambda_bar_proj = {lb} (attained at {where}) is no decay bound "
+                  "(it bounds the mean of 1 - rho^2, which fluctuations of the distance make grow)")
+        attention = ("" if not self.attention_on else
+                     "; attention is not odd token by token, so these noise-only rates ignore it")
+        if self.sync_up_to_sign is None:
+            return f"lambda_proj = {lp} is zero or undefined; {energy}{attention}"
+        pairs = ("nearby and nearly antipodal pairs converge to rho^2 = 1 (rho -> +1 or -1) at rate"
+                 if self.sync_up_to_sign else "nearby and nearly antipodal pairs separate at rate")
+        return f"lambda_proj = {lp}: {pairs} {lp}; {energy}{attention}"
+
     def to_dict(self) -> dict:
         """Every field (:data:`FIELDS`) as JSON-ready values (inf as "inf", nan as None)."""
-        out = {k: _json_number(v) for k, v in asdict(self).items()}
+        out = {k: _json_number(v) for k, v in asdict(self).items() if k != "attention_on"}
         out["rate_interval"] = _json_number(list(self.rate_interval))
         out["verdict"] = self.verdict
         out["reason"] = self.reason
+        out["projective_verdict"] = self.projective_verdict
+        out["projective_reason"] = self.projective_reason
         return out
 
     def to_frame(self):
@@ -132,6 +179,8 @@ class Regime:
         row["lyapunov_spectrum"] = tuple(self.lyapunov_spectrum)
         row["rate_interval"] = self.rate_interval
         row["verdict"], row["reason"] = self.verdict, self.reason
+        row["projective_verdict"], row["projective_reason"] = self.projective_verdict, self.projective_reason
+        row.pop("attention_on")
         frame = pd.DataFrame([row])
         for col in ("synchronizes", "dissipates"):
             frame[col] = pd.array([row[col]], dtype="boolean")
@@ -166,6 +215,15 @@ class Regime:
             f"energy dissipation: {self.verdict}",
             f"  because {self.reason}",
         ]
+        if self.odd_field:
+            where = ("rho -> +-1 (edge)" if self.lambda_bar_proj_argmax == 1.0
+                     else f"rho = +-{self.lambda_bar_proj_argmax:.6g}")
+            lines += [
+                f"odd field (F(-x) = -F(x)): projective exponent lambda_proj = {fmt(self.lambda_proj)};   "
+                f"lambda_bar_proj = {fmt(self.lambda_bar_proj)} (energy 1 - rho^2) attained at {where}",
+                f"synchronization up to sign: {self.projective_verdict}",
+                f"  because {self.projective_reason}",
+            ]
         return "\n".join(lines)
 
 
@@ -243,7 +301,32 @@ def regime(params: ModelParams) -> Regime:
         lambda_bar_edge=float(edge), sup_at_edge=bool(argmax == 1.0), c_att=float(catt),
         c_att_general=float(cgen), rate_lower_bound=float(lower), synchronizes=sync, dissipates=diss,
         lyapunov_spectrum=tuple(float(x) for x in lyapunov_spectrum(params.d, kf.k0, kf.k1)),
-        log_distance_variance=float(log_distance_variance(kf.k0, kf.k1)), hidden=hidden_spec(params.hidden))
+        log_distance_variance=float(log_distance_variance(kf.k0, kf.k1)), hidden=hidden_spec(params.hidden),
+        attention_on=params.attention_on, **_projective(params, kf))
+
+
+def field_is_odd(params: ModelParams) -> bool:
+    """F(-x) = -F(x) in law: sigma_b = 0 and phi odd, decided from the expression (phi(-u) + phi(u)
+    simplifies to 0, derived once per activation and cached by the bridge), in every hidden layer."""
+    layers = [(params.activation, params.sigma_b)]
+    layers += [(act, sb) for act, _sw, sb in params.hidden]
+    from .activations import get_activation
+    from .bridge import function
+    return all(float(sb) == 0.0 and function("projective.phi_odd", "math", get_activation(act).name)() == 1
+               for act, sb in layers)
+
+
+def _projective(params: ModelParams, kf) -> dict:
+    """The projective fields of :class:`Regime` (symbolic/projective; nan and None unless the field is odd)."""
+    if not field_is_odd(params):
+        return {}
+    lam_p = lambda_proj(params.d, kf.k0, kf.k1)
+    lbp, arg = lambda_bar_proj_from_kernel(kf, params.d)
+    if not math.isinf(kf.k1):
+        _check_finite(lambda_proj=lam_p, lambda_bar_proj=lbp)
+    (sync,) = synchronization_verdicts(lam_p)
+    return dict(odd_field=True, lambda_bar_proj=float(lbp), lambda_bar_proj_argmax=float(arg),
+                lambda_proj=float(lam_p), sync_up_to_sign=sync)
 
 
 regime.__doc__ += "\n" + "\n".join(f"    * ``{k}``: {v}" for k, v in FIELDS.items()) + "\n"
@@ -274,4 +357,4 @@ def c_att(params: ModelParams) -> float:
     return float(_c_att(params.beta, params.Q, params.K, params.V))
 
 
-__all__ = ["Regime", "regime", "lambda1", "lambda_bar", "c_att", "FIELDS", "dissipation_text", "synchronization_verdicts", "dissipation_verdicts"]
+__all__ = ["Regime", "regime", "field_is_odd", "lambda1", "lambda_bar", "c_att", "FIELDS", "dissipation_text", "synchronization_verdicts", "dissipation_verdicts"]

@@ -239,5 +239,61 @@ def c_att(beta: float, Q, K, V) -> float:
     return c_att_general(beta, Q, K, V)
 
 
+# ----------------------------------------------------------------------------- projective (odd fields)
+PROJ_GRID_U = GRID_U[GRID_U <= 1.0]          # rho = 1 - u in [0, 1): the rate is even in rho for odd fields
+
+
+def ratio_proj(kf, d, us: np.ndarray) -> np.ndarray:
+    """L f / f for the projective energy f = 1 - rho^2 at rho = 1 - u, u in (0, 1], stable near u = 0:
+    ``-(B_r/u)/(2 - u)`` (symbolic/projective.stable_numerator).  Meaningful for odd fields only."""
+    us = np.asarray(us, dtype=float)
+    qs = kf.gap(us) / us
+    return -np.asarray(_fn("projective.stable_numerator")(us, qs, d, kf.k0), dtype=float) / (2.0 - us)
+
+
+def lambda_edge_proj(d: int, k0: float, k1: float) -> float:
+    """lim_{rho -> 1} of the projective L f / f: (d-1) k1 - (d-3) k0 (derived; the edge value of 1 - rho)."""
+    d = check_int("d", d, 2)
+    if math.isinf(k1):
+        return math.inf
+    return float(_fn("projective.edge_rate")(d, k0, k1))
+
+
+def lambda_proj(d: int, k0: float, k1: float) -> float:
+    """The projective Lyapunov exponent (symbolic/projective.projective_lyapunov)."""
+    d = check_int("d", d, 2)
+    if math.isinf(k1):
+        return float(lambda1_rows([d], [k0], [k1])[0])
+    return float(_fn("projective.lambda_proj")(d, k0, k1))
+
+
+def lambda_bar_proj_from_kernel(kf, d: int) -> tuple[float, float]:
+    """(sup_{rho in [0, 1)} L f / f for f = 1 - rho^2, argmax rho; 1.0 = the rho -> 1 limit) for an odd
+    field's kernel: the grid PROJ_GRID_U, the edge limit, nested refinement (as ``lambda_bar``)."""
+    d = check_int("d", d, 2)
+    if kf.k0 == 0.0:
+        return 0.0, 1.0
+    if math.isinf(kf.k1):
+        return math.inf, 1.0
+    edge = lambda_edge_proj(d, kf.k0, kf.k1)
+    vals = ratio_proj(kf, d, PROJ_GRID_U)
+    i = int(np.argmax(vals))
+    best, best_u = float(vals[i]), float(PROJ_GRID_U[i])
+    if edge >= best:
+        return edge, 1.0
+    lo = PROJ_GRID_U[i - 1] if i > 0 else 0.5 * PROJ_GRID_U[0]
+    hi = PROJ_GRID_U[i + 1] if i + 1 < PROJ_GRID_U.size else PROJ_GRID_U[i]
+    while hi - lo > 1e-13 + 1e-10 * lo:
+        us = np.linspace(lo, hi, _REFINE_POINTS)
+        v = ratio_proj(kf, d, us)
+        j = int(np.argmax(v))
+        if v[j] > best:
+            best, best_u = float(v[j]), float(us[j])
+        step = (hi - lo) / (_REFINE_POINTS - 1)
+        lo, hi = max(lo, us[j] - step), min(hi, us[j] + step)
+    return best, 1.0 - best_u
+
+
 __all__ = ["lambda1", "lambda1_rows", "lambda_edge", "near_sync_rate", "lambda_bar", "lambda_bar_from_kernel", "lambda_bar_rows", "ratio", "c_att",
-           "c_att_general", "energy_lowering", "heads", "GRID_U"]
+           "c_att_general", "energy_lowering", "heads", "GRID_U", "ratio_proj", "lambda_edge_proj", "lambda_proj",
+           "lambda_bar_proj_from_kernel", "PROJ_GRID_U"]
