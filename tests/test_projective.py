@@ -193,3 +193,10 @@ def test_find_lambda_bar_proj_tanh():
     assert any("odd fields only" in n for n in res.notes)
     ok = find("lambda_proj < 0", assume="sigma_b == 0 and d == 2", activation="tanh", max_examples=10)
     assert not ok.found
+
+
+def test_deep_blocks_are_odd_only_when_every_layer_is():
+    odd = sv.regime(sv.ModelParams(activation="tanh", d=4, sigma_b=0.0, V=0, hidden=(("erf", 1.2, 0.0),)))
+    assert odd.odd_field and math.isfinite(odd.lambda_proj) and odd.lambda_proj == pytest.approx(odd.lambda1)
+    for hidden in ((("relu", 1.0, 0.0),), (("tanh", 1.0, 0.2),)):
+        assert not sv.regime(sv.ModelParams(activation="tanh", d=4, sigma_b=0.0, V=0, hidden=hidden)).odd_field
