@@ -93,6 +93,7 @@ PLAN_BUDGETS = {
     "attention_bound": {"qkv": 2, "tokens": 4},
     "spde_weak_form": {"paths": 200},
     "metastability": {"paths": 10, "depth": 20},
+    "projective": {"paths": 200},
 }
 PLAN_SEEDS = range(0, 50)
 

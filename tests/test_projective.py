@@ -200,3 +200,29 @@ def test_deep_blocks_are_odd_only_when_every_layer_is():
     assert odd.odd_field and math.isfinite(odd.lambda_proj) and odd.lambda_proj == pytest.approx(odd.lambda1)
     for hidden in ((("relu", 1.0, 0.0),), (("tanh", 1.0, 0.2),)):
         assert not sv.regime(sv.ModelParams(activation="tanh", d=4, sigma_b=0.0, V=0, hidden=hidden)).odd_field
+
+
+# ----------------------------------------------------------------------------- the claim
+STRICT = 1 - 1e-4                 # as tests/test_claims.py: stricter than any per-check level of the suite
+CLAIM_FAST = {"n_configs": 2, "paths": 100_000}
+
+
+def test_claim_accepts_the_derived_rates_over_seeds_and_rejects_slightly_wrong_ones():
+    """The checker of claim `projective` at 100k paths: the derived rates pass at seeds 0, 1, 2 (level 0.999);
+    both rates 5 % off are rejected, each by its own check, at level 1 - 1e-4 at each seed; the achieved power
+    (min_detectable) is below 5 % for both checks."""
+    from dataclasses import replace
+
+    from sssn_verify.claims import CLAIMS
+    from sssn_verify.claims.projective import derived_formula
+    claim = CLAIMS["projective"]
+    f = derived_formula()
+    for seed in (0, 1, 2):
+        res = claim.run("quick", seed, budget=CLAIM_FAST)
+        assert res.passed, [c.to_dict() for c in res.checks if not c.passed]
+        assert all(c.min_detectable < 0.05 for c in res.checks)
+    off = replace(f, lambda_bar_proj=lambda *a: (1.05 * f.lambda_bar_proj(*a)[0], f.lambda_bar_proj(*a)[1]),
+                  lambda_proj=lambda d, k0, k1: 0.95 * f.lambda_proj(d, k0, k1))
+    for seed in (0, 1, 2):
+        res = claim.run("quick", seed, level=STRICT, formula=off, budget=CLAIM_FAST)
+        assert not res.checks[0].passed and not res.checks[1].passed, seed

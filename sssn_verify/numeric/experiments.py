@@ -310,7 +310,10 @@ def tangent_layer(model: str, params, h: float, n_paths: int, key, *, n_vectors:
 
 
 # ------------------------------------------------------------------ one layer of N tokens: a functional's rate
-FUNCTIONALS = {"energy": 0, "linear": 1, "quadratic": 2, "log_distance": 3}
+FUNCTIONALS = {"energy": 0, "linear": 1, "quadratic": 2, "log_distance": 3, "projective_energy": 4,
+               "projective_log_distance": 5}
+#: the functionals whose rate is a log-rate (A_l divided by F(X0))
+LOG_RATE_KINDS = (0, 4)
 N_CONTROLS = 9
 
 
@@ -332,11 +335,36 @@ def energy(X, beta):
 
 
 @njit(cache=True)
+def projective_gaps(X, i, j):
+    """(|x_i - x_j|^2 / 2, |x_i + x_j|^2 / 2) = (1 - rho, 1 + rho), each without cancellation."""
+    sm = 0.0
+    sp_ = 0.0
+    for c in range(X.shape[1]):
+        t = X[i, c] - X[j, c]
+        v = X[i, c] + X[j, c]
+        sm += t * t
+        sp_ += v * v
+    return 0.5 * sm, 0.5 * sp_
+
+
+@njit(cache=True)
 def functional(X, kind, beta, avec):
     """kind 0: ``energy``; 1: (1/N) sum_i <a, x_i>; 2: (1/N) sum_i <a, x_i>^2 (the SPDE's test functions);
-    3: log |x_0 - x_1| (the log-distance of the first two tokens)."""
+    3: log |x_0 - x_1| (the log-distance of the first two tokens); 4: the projective energy
+    sum_{i<j} (1 - rho_ij^2); 5: log sin(theta) = (1/2) log(1 - rho^2) of the first two tokens (theta their
+    projective distance); 1 - rho^2 is formed as (1 - rho)(1 + rho) from the chords."""
     if kind == 0:
         return energy(X, beta)
+    if kind == 4:
+        tot = 0.0
+        for i in range(X.shape[0]):
+            for j in range(i):
+                a, b = projective_gaps(X, i, j)
+                tot += a * b
+        return tot
+    if kind == 5:
+        a, b = projective_gaps(X, 0, 1)
+        return 0.5 * math.log(a * b)
     if kind == 3:
         s = 0.0
         for c in range(X.shape[1]):
@@ -379,7 +407,7 @@ def pair_block(b, P, states, X0, hs, kind, beta, avec, consts, att, rtol, out, c
     """Block b of the pair experiment (bound to a field model by ``driver.compiled``): per path and level
     l, A_l = (F(X'_+) + F(X'_-) - 2 F(X0)) / (2 h_l norm) for the layer X0 -> X'_+- driven by +-sqrt(h_l) W,
     W the model's noise at its evaluation points (the same normals at every level; drawn once when the
-    points do not depend on the step), norm = F(X0) for the energy (a log-rate), else 1."""
+    points do not depend on the step), norm = F(X0) for the energies (kinds 0 and 4: a log-rate), else 1."""
     n, d = X0.shape
     E = np.empty((n, d))
     W = np.empty((n, d))
@@ -388,7 +416,7 @@ def pair_block(b, P, states, X0, hs, kind, beta, avec, consts, att, rtol, out, c
     aw = attention_work(n, d, att)
     w = model_work(n, d, consts)  # noqa: F821 (bound in the generated module)
     e0 = functional(X0, kind, beta, avec)
-    norm = e0 if kind == 0 else 1.0
+    norm = e0 if kind == 0 or kind == 4 else 1.0
     nl = hs.shape[0]
     g = 0.0
     st = rng_state(states[b])

@@ -229,15 +229,18 @@ def initial_rate_paths(X0, kf, beta: float, n_paths: int, seed, *,
 
 
 def rate_estimate(X0, kf, beta: float, n_paths: int, seed, *, delta: float | None = None,
-                  attention=None, log_distance: bool = False, model: str = "gaussian") -> tuple[float, float, int]:
+                  attention=None, log_distance: bool = False, model: str = "gaussian",
+                  kind: str | None = None) -> tuple[float, float, int]:
     """(estimate, standard error, paths) of the initial rate d/dt log E[E_beta] from X0, or with
     ``log_distance`` (two tokens) of d/dt E log |x_0 - x_1| (lambda_1 as the tokens' distance -> 0).
+    ``kind`` names another functional of ``experiments.FUNCTIONALS``: "projective_energy" (the log-rate of
+    E sum_{i<j} (1 - rho_ij^2)) or "projective_log_distance" (d/dt E (1/2) log(1 - rho^2), two tokens).
 
     Two tokens: the per-path Richardson values minus the control variates (``experiments.pair_controls``,
     mean 0) cross-fitted (``experiments.cross_fit``); the standard error is that of the corrected
     values.  Other N: the plain mean."""
-    A, cv = _run(np.ascontiguousarray(X0, dtype=float), kf, beta, n_paths, seed, delta, attention,
-                 "log_distance" if log_distance else "energy", None, model)
+    kind = kind or ("log_distance" if log_distance else "energy")
+    A, cv = _run(np.ascontiguousarray(X0, dtype=float), kf, beta, n_paths, seed, delta, attention, kind, None, model)
     R = A @ RICHARDSON
     if cv.shape[0] > 0 and R.size >= 8 * cv.shape[1]:
         R = cross_fit(R, cv)
@@ -263,6 +266,16 @@ def initial_functional_rate_paths(X0, kf, functional: str, n_paths: int, seed, *
     return A @ RICHARDSON, A
 
 
+def antipodal_tokens(d: int, w: float) -> np.ndarray:
+    """Two unit vectors with 1 + <x, y> = w, x = (c, s), y = (-c, s): |x + y| = sqrt(2 w) exactly."""
+    s = math.sqrt(w / 2.0)
+    c = math.sqrt(max(1.0 - w / 2.0, 0.0))
+    X = np.zeros((2, d))
+    X[0, 0], X[1, 0] = c, -c
+    X[0, 1] = X[1, 1] = s
+    return X
+
+
 def two_tokens(d: int, u: float) -> np.ndarray:
     """Two unit vectors with 1 - <x, y> = u, formed symmetrically (|x - y| = sqrt(2u) exactly)."""
     s = math.sqrt(u / 2.0)
@@ -274,6 +287,6 @@ def two_tokens(d: int, u: float) -> np.ndarray:
 
 
 __all__ = ["f_tilde", "generator_ratio", "edge_ratio", "sup_ratio", "initial_rate_paths", "rate_estimate",
-           "two_tokens", "log_distance_drift", "edge_log_drift", "quadrature_kernel",
+           "two_tokens", "antipodal_tokens", "log_distance_drift", "edge_log_drift", "quadrature_kernel",
            "initial_functional_rate_paths", "FUNCTIONALS",
            "RICHARDSON", "GRID_U", "EDGE_U", "default_delta"]
