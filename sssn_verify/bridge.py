@@ -8,24 +8,7 @@ printed by sympy's code printers for one numeric library (``flavor``):
 * ``"numpy"``  arrays, :mod:`numpy` (``"scipy"``: numpy plus :mod:`scipy.special`);
 * ``"mpmath"`` arbitrary precision (the kernel tables are built at 40 digits).
 
-``param`` selects one member of a family (the activation of ``kernel.*``; "kind:d:N" of
-``spde.drift_parts``).  A family
-member without a closed form gives ``None`` (e.g. ``kernel.K`` for tanh), and that answer
-is cached too.
-
-The callables are generated once, as Python source, into
-``$SSSN_VERIFY_CACHE/bridge/<fingerprint>/`` (``outputs.cache_root``), written atomically.
-``<fingerprint>`` hashes the sources of the derivations (``symbolic/``, the activations and
-this module) and the sympy version, so editing a derivation invalidates every function
-generated from it.  A cached file is trusted for nothing: it is read once, its syntax tree must
-be one ``def f(a0, ...): return <arithmetic of a0, ... and allow-listed math functions>``
-(:func:`_validated`, which no code can pass), and that tree is what runs; anything else is
-regenerated.  On a warm cache this module imports neither sympy nor the derivations.
-
-One printer (:func:`_printer`, strict: only declared arguments, nothing sympy cannot print)
-serves every flavor, ``"numba"`` included; one loader (:func:`load_module`) imports the numba
-modules (activations through :func:`numba_functions`, the driver's kernels) from their freshly
-generated text.  No other module turns sympy into code.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.bridge``.
 """
 from __future__ import annotations
 

@@ -8,25 +8,7 @@ and any chunking over paths), calls the parallel kernel of a model
 raises :class:`~sssn_verify.errors.SimulationError` naming the layer and the parameters if a
 path blows up.  Long runs show a tqdm progress bar (chunks of paths).
 
-Public API (every function but ``simulate`` and ``initial_tokens`` takes a ModelParams, its
-fields as keywords, or both, as :func:`sssn_verify.regime` does: ``simulate_gaussian(p, 50)``,
-``simulate_gaussian(depth=50, d=4, activation="tanh")``)::
-
-    simulate(model, params, depth, width=None, n_paths=1, seed=0, init=None, mode="auto", ...)
-    simulate_transformer(params, depth=100, width=256, n_paths=1, seed=0, init=None, mode="auto", ...)
-    simulate_gaussian(params, depth=100, n_paths=1, seed=0, init=None, ...)
-    simulate_sde(params, depth=100, n_paths=1, seed=0, init=None, ...)
-    simulate_coupled(params, depth=100, widths=(16, 64, 256, inf), n_paths=1, seed=0, init=None, ...)
-    sde_refinement_ladder(params, depth=100, factors=(1, 2, 4, 8), kind="sde", ...)
-    lyapunov_tangent(params, model="transformer", depth=100, width=None, n_paths=1, seed=0,
-                     n_vectors=1)
-    two_point(params, model="sde", depth=100, rho0=0.5, n_paths=1, seed=0, width=None)
-    initial_tokens(params, n_paths, seed, init=None)
-
-Fixed noise across N: in ``mode="literal"`` a path draws, at every layer, W (d x m), b (m)
-and A (m x d) from its own generator whatever N and the tokens are, so runs with the same
-seed and different token sets see the *same* MLPs (the propagation-of-chaos check relies on
-this).  The exact-in-law modes draw what the tokens see and do not have this property.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.engine``.
 """
 from __future__ import annotations
 

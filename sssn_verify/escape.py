@@ -2,27 +2,11 @@
 
 Text that may hold user characters (activation and candidate names, folder names, values
 read back from ``report.json``, messages quoting user input) reaches a ``.tex``, ``.md``,
-``.html``, a plot title or the terminal only through the function of its target:
+``.html``, a plot title or the terminal only through the function of its target: :func:`latex_text`, :func:`latex_math`, :func:`check_math`
+(our or sympy's math source, refused if it can do I/O), :func:`pdf_string`, :func:`html`,
+:func:`markdown`, :func:`plot_text`, :func:`terminal`.  Hiding characters print as ``<U+XXXX>``.
 
-==================  =========================================================================
-:func:`latex_text`  LaTeX text mode (every special escaped; a backslash prints as one)
-:func:`latex_math`  user text shown literally inside LaTeX math (``\\mbox{...}``)
-:func:`check_math`  LaTeX math *source* of ours or sympy's, refused if it can do I/O, change
-                    catcodes or leave math mode (``\\write18``, ``\\input``, ``^^5c``, ``$``)
-:func:`pdf_string`  a PDF bookmark string (``\\texorpdfstring``'s second argument): plain ASCII
-:func:`html`        HTML text and attribute values
-:func:`markdown`    Markdown (CommonMark/GFM) text, table cells included
-:func:`plot_text`   matplotlib text (titles, labels): never parsed as mathtext
-:func:`terminal`    one line on the terminal: no escape sequences, no control characters
-==================  =========================================================================
-
-Characters that can hide or reorder text (C0/C1 controls, DEL, Unicode format characters
-such as bidi overrides and zero-width spaces, line and paragraph separators, unassigned and
-private-use code points) are shown as ``<U+XXXX>`` by every target, so what is printed is
-what was given.  Newlines and tabs become spaces (``terminal(..., newlines=True)`` and
-:func:`html`/:func:`markdown` keep nothing multi-line either: a cell or a title is one line).
-Every function accepts any object (``str(x)`` is escaped) and is idempotent in effect only
-for text without specials: escape once, at the point of output.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.escape``.
 """
 from __future__ import annotations
 

@@ -8,29 +8,7 @@ that the worker could rebuild) -- and hand a list of them to
 order given*, with its value and timing.  Nothing else in the package knows
 which executor runs:
 
-* :class:`InProcess` (the default) runs the tasks one after the other here, as
-  the toolkit always did (numba threads inside each task);
-* :class:`Distributed` submits them to a ``dask.distributed`` cluster: a
-  ``LocalCluster`` of worker *processes* (``Distributed.local(n)``, CLI
-  ``--workers N``), an existing scheduler (``Distributed.connect(address)``,
-  CLI ``--scheduler ADDRESS``) or a ``distributed.Client`` you already hold
-  (``get_executor(client)``).
-
-Contract for task functions: pure and re-runnable.  A task's value depends on
-its arguments only (every seed is an argument; the seeding scheme of
-``numeric/rng.py`` makes results independent of threads and of how paths are
-split), it writes no shared file and holds no state between calls, so a task
-lost with a worker is simply run again elsewhere (dask reschedules it) and the
-result is bit-identical.  Workers compile for themselves: a task carries an
-activation's *specification* (``"relu"``, ``"sin(3*u)"``), and the worker
-generates and numba-compiles the activation module and the engine kernels into
-its own ``SSSN_VERIFY_CACHE`` (no shared filesystem is assumed; the first task
-on a cold worker pays the compile, the following ones do not -- see
-``benchmarks/bench_cluster.py``).
-
-dask is an optional extra (``pip install 'sssn_verify[distributed]'``);
-without it, asking for a cluster raises :class:`~sssn_verify.errors.MissingExtraError`
-(one line and exit 2 on the command line).
+More (moved from this docstring): docs/modules.md, ``sssn_verify.executor``.
 """
 from __future__ import annotations
 
@@ -77,6 +55,16 @@ class Outcome:
     def timing(self) -> dict[str, Any]:
         return {"key": self.key, "seconds": round(self.seconds, 4), "worker": self.worker,
                 "started": round(self.started, 3)}
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during :meth:`Executor.run`: a KeyboardInterrupt that carries the outcomes of the
+    tasks that had finished (``done``, in the order given) and the keys of the others
+    (``pending``), so that a caller can still write what was finished."""
+
+    def __init__(self, done: list, pending: list[str]):
+        super().__init__(f"interrupted after {len(done)} of {len(done) + len(pending)} tasks")
+        self.done, self.pending = list(done), list(pending)
 
 
 def _execute(fn: Callable[..., Any], args: tuple) -> tuple[Any, float, str, float]:
@@ -141,6 +129,10 @@ class InProcess(Executor):
                 out.append(Outcome(t.key, value, seconds, where, started))
                 if bar is not None:
                     bar.update(t.weight if weighted else 1)
+        except Interrupted:
+            raise
+        except KeyboardInterrupt:
+            raise Interrupted(out, [t.key for t in tasks[len(out):]]) from None
         finally:
             if bar is not None:
                 bar.close()
@@ -251,6 +243,11 @@ class Distributed(Executor):
                     dask_progress(futures)
                     sys.stderr.write("\n")
             values = self.client.gather(futures)
+        except KeyboardInterrupt:
+            done = [(t, f.result()) for t, f in zip(tasks, futures) if f.status == "finished"]
+            finished = {t.key for t, _ in done}
+            raise Interrupted([Outcome(t.key, *r) for t, r in done],
+                              [t.key for t in tasks if t.key not in finished]) from None
         finally:
             for f in futures:
                 f.release()
@@ -340,5 +337,5 @@ def from_cli(args) -> Executor:
     return ex
 
 
-__all__ = ["run_path_chunks", "Task", "Outcome", "Executor", "InProcess", "Distributed", "get_executor", "using",
+__all__ = ["run_path_chunks", "Task", "Outcome", "Interrupted", "Executor", "InProcess", "Distributed", "get_executor", "using",
            "add_cli_options", "from_cli", "EXTRA_HINT"]

@@ -6,24 +6,7 @@ this module.  User text never reaches ``eval``, ``exec`` or ``sympify``, and no 
 of the user's ever becomes a sympy symbol name: variables are looked up in the
 caller's table of symbols.
 
-Grammar (``allow_logic=False`` accepts only ``expr`` at the top)::
-
-    expr   := number | NAME | expr OP expr | -expr | +expr | (expr)
-            | FUNC(expr, ...) | Piecewise((expr, cond), ..., (expr, True))
-    OP     := + | - | * | / | ** | ^          (^ means power, as in mathematics)
-    cond   := expr CMP expr [CMP expr ...] | cond and cond | cond or cond | not cond | (cond)
-    CMP    := < | <= | > | >= | == | !=
-    number := decimal literal: 3, 0.5, 1e-3  (finite; at most MAX_INT_DIGITS digits)
-    NAME   := one of the caller's variables, or the constants pi, E
-
-``FUNC`` is one of :data:`FUNCTIONS` (fixed arity, checked).  Limits: at most
-:data:`MAX_LENGTH` characters, nesting depth :data:`MAX_DEPTH`, :data:`MAX_NODES`
-nodes; a numeric exponent must satisfy ``|p| <= MAX_EXPONENT``, and an exact power
-of numbers may not exceed :data:`MAX_BITS` bits, and a constant (``exp(exp(30.0))``) may not
-exceed 1e308 in size: magnitudes are bounded by :mod:`sssn_verify.magnitude` before sympy
-evaluates anything (sympy evaluates ``exp`` of a float on construction).  Anything else (strings, attributes,
-subscripts, lambdas, keyword arguments, complex literals, unknown names) is refused
-with :class:`~sssn_verify.errors.ExpressionError` naming the offending piece.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.expr``.
 """
 from __future__ import annotations
 

@@ -2,24 +2,9 @@
 
 Each limit fails early with a one-line :class:`~sssn_verify.errors.ParameterError` or
 :class:`~sssn_verify.errors.ResourceError` instead of a hang, an allocation of terabytes
-or an overflow.  The numbers (also in the README, section "Limits"):
+or an overflow; the numbers are also in the README, section "Limits".
 
-========================  ==========  ==================================================
-``MAX_D``                 512         ambient dimension d (Q, K, V are d x d matrices)
-``MAX_SIGMA``             1e6         sigma_w, sigma_b, sigma_a
-``MAX_BETA``              1e6         attention inverse temperature beta
-``MAX_MATRIX_ENTRY``      1e6         |entries| of Q, K, V (and the attention scale)
-``MAX_HEADS``             16          attention heads H of a Q, K or V stack (H, d, d)
-``MAX_HIDDEN``            8           hidden layers after the first of a deep MLP block
-``MAX_WIDTH``             1e7         MLP width m
-``MAX_GRID``              400         grid points per phase-diagram axis (d axis included)
-``MAX_SEEDS``             10000       seeds of one campaign (``verify --seeds A:B``)
-``MAX_SEED``              2^63 - 1    a seed
-``MAX_INPUT_BYTES``       64 MiB      an input file (``--init``, ``--attention``, report.json: 16 MiB)
-``MAX_ARRAY_BYTES``       256 MiB     one array of an input .npz, uncompressed (read from the zip directory)
-memory                    50 %        estimated arrays of a simulation vs available memory
-expression                see expr    2000 characters, depth 40, 500 terms, |exponent| <= 256
-========================  ==========  ==================================================
+More (moved from this docstring): docs/modules.md, ``sssn_verify.limits``.
 """
 from __future__ import annotations
 

@@ -9,12 +9,7 @@ mpmath's evaluation, so nothing here can hang.  This is the magnitude analysis b
 :mod:`sssn_verify.expr` (constant exponents), the activation moment check and candidate
 values: each first bounds magnitudes, then evaluates only what is finite and moderate.
 
-Rules (value-exact up to float rounding when the value is representable; otherwise the
-magnitude of the value): sums by a signed log-sum-exp (``inf - inf`` is undefined);
-``sin``/``cos`` of an argument beyond 2^53 in size (or infinite) use the bound 1 (their
-phase is lost, their size is not); ``tan``/``asin``/``acos``/``log``/non-integer powers of
-negative numbers outside their real domain are undefined (sign nan).  An expression with a
-function outside :data:`KNOWN` raises :class:`TypeError` (never guessed).
+More (moved from this docstring): docs/modules.md, ``sssn_verify.magnitude``.
 """
 from __future__ import annotations
 

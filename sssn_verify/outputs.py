@@ -1,23 +1,11 @@
 """Every file the toolkit writes goes through here: checked first, written atomically.
 
-* :func:`output_path` checks a target *completely, before any work starts*: its name
-  and path fit the file system (temporary suffix included), its folder exists and is
-  writable, the target is not a folder (nor a folder given as a file name), not a
-  device, FIFO, socket or symbolic link, and not read-only (checked on the mode bits,
-  so even for root); the extension is added only when the name has none (and the
-  caller is told, to say so).
-* :func:`write_atomic` writes into a temporary file in the target's folder, flushes
-  and fsyncs it, then renames it over the target.  A failed, interrupted or
-  size-limited write leaves the previous file intact and no temporary behind;
-  concurrent writers each rename a complete file, so the target is always one
-  of them, never a mixture.
-* :func:`private_folder` creates a cache folder readable by the user only and
-  refuses one that another user owns or others may write (its files are imported);
-  :func:`cache_folder` is every cache folder of the package, under the one root
-  :func:`cache_root`; :func:`numba_cache_dir` is numba's cache (``NUMBA_CACHE_DIR``, by
-  default ``<cache root>/numba``, set before numba is imported), whose whole tree is
-  checked (owner, not writable by group or others, no links) before numba may load from it:
-  its index files are pickles.
+:func:`output_path` checks a target completely before any work starts; :func:`write_atomic`
+writes a temporary file, fsyncs it and renames it over the target (an interrupted write leaves
+the previous file); :func:`private_folder`, :func:`cache_folder` and :func:`numba_cache_dir`
+are the user-only cache folders, whose whole tree is checked before anything is loaded.
+
+More (moved from this docstring): docs/modules.md, ``sssn_verify.outputs``.
 """
 from __future__ import annotations
 

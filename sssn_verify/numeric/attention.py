@@ -8,13 +8,7 @@ is 0: attention switched off), ``beta`` and the transposed stacks ``Qt, Kt, Vt``
 (H, d, d) (row convention: ``(Q x_i)^T = x_i^T Q^T``).  :func:`operands` builds it from a
 :class:`~sssn_verify.params.ModelParams`; :func:`work` allocates a path's buffers once.
 
-The softmax uses log-sum-exp (row maximum subtracted) with a vectorisable exp, so ``beta``
-up to 1e4 and beyond cannot overflow.  Heads are summed in order h = 0, 1, ...; with H = 1
-every operation is the single-head one.  A single token sees ``A(x) = sum_h V_h x`` (its
-softmax is 1), which is what the tangent flow of one token differentiates
-(:func:`tangent_half_step`).  :func:`pair_rates` gives the exact attention part of
-``d(1 - rho_ij)/dt`` for every pair (the velocity ``P_{x_i} A_i``, no time stepping): the
-evidence of the ``attention_bound`` claim, independent of the sympy derivation of C_att.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.numeric.attention``.
 """
 from __future__ import annotations
 

@@ -1,25 +1,6 @@
 """The kernel of a deep MLP block by composition of the layers' dual kernels (the NNGP recursion).
 
-The block (docs/mathematics.md, section "Deep MLP blocks") has the first layer
-``h^1 = W^1 x + b^1`` (W^1 rows N(0, sigma_w^2 I_d), b^1 ~ N(0, sigma_b^2)), hidden layers
-``h^{l+1} = m^{-1/2} W^{l+1} phi_l(h^l) + b^{l+1}`` ((activation, sigma_w, sigma_b) of ``hidden``)
-and the readout ``F = m^{-1/2} A phi_L(h^L)``, A ~ N(0, sigma_a^2).  At infinite width the
-pre-activations of two tokens with overlap rho are centered Gaussian with
-``Var = S_l`` and ``S_l - Cov = g_l`` (the *pre-activation gap*):
-
-    S_1 = sigma_w^2 + sigma_b^2,            g_1 = sigma_w^2 (1 - rho),
-    S_{l+1} = sigma_{w,l+1}^2 M0_l(S_l) + sigma_{b,l+1}^2,   g_{l+1} = sigma_{w,l+1}^2 G_l(S_l, g_l),
-    k0 - K(rho) = sigma_a^2 G_L(S_L, g_L),   k0 = sigma_a^2 M0_L(S_L),
-
-with ``M0(S) = E phi(U)^2`` and the post-activation gap ``G(S, g) = (1/2) E (phi(U) - phi(V))^2``
-of one stage.  Every step maps gaps to gaps, so k0 - K(1 - u) keeps its relative accuracy as
-u -> 0 whatever the depth.  k1 = K'(1) follows by the chain rule (symbolic.deep_kernel):
-``k1 = sigma_a^2 sigma_w^2 M1_1 prod_{l >= 2} sigma_{w,l}^2 M1_l`` with ``M1(S) = E phi'(U)^2``.
-
-A stage with a closed form (symbolic.kernel, through the bridge) is evaluated at 40 digits; any
-other by the polar Gauss-Legendre quadrature of numeric.kernel_quadrature.  When every stage is closed the
-whole block is ("closed form"); otherwise the result is "quadrature" and the error bound adds
-the difference to finer rules at the chain's k0, k1 and at three overlaps.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.numeric.deep_kernel``.
 """
 from __future__ import annotations
 

@@ -4,38 +4,7 @@ Noise part of the two-point generator (from ``two_point``): ``L2 f = b f' + a f'
 ``f(rho) = e^beta - e^{beta rho}`` (``1 - rho`` for beta = 0) and
 ``lambda_bar(beta) = sup_{rho in [-1,1)} L2 f / f`` (docs/mathematics.md, section 5).
 
-* ``f'' = beta f'``, so ``L2 f / f = (f'/f) N`` with ``N = b + beta a/2``.  With
-  ``rho = 1 - u`` and ``K(rho) = k0 - u q`` (``q = (k0 - K)/u -> k1``), ``N/u`` is a
-  polynomial in (u, q): the stable form used by ``numeric/rates.py``:
-  ``L2 f/f = -e^{-beta u} (N/u) / h(u)``, ``h = (1 - e^{-beta u})/(beta u)`` (h = 1 at beta = 0).
-* Edge value (rho -> 1), with ``K(1-u) = k0 - k1 u + c u^{1+alpha}`` (alpha > 0 admits
-  ReLU's u^{3/2}): ``lambda_edge = (d-1) k1 - (d-3) k0`` for every beta >= 0.
-* Coercivity (``lambda_bar < 0``) needs the edge condition
-  ``(d-1) sw^2 E[phi'(U)^2] < (d-3) E[phi(U)^2]``, U ~ N(0, sw^2 + sb^2), and the interior
-  condition ``b(rho) + beta a(rho)/2 > 0`` on ``[-1, 1)`` (with a uniform margin).
-  At the antipodes ``L2 f/f(-1) = -beta (d-1)(k0 + K(-1))/(e^{2 beta} - 1)`` (derived), which
-  tends to 0 as beta grows: lambda_bar(beta) -> 0^- (the bound degrades exponentially in beta).
-  Numerically (tests/test_dissipation.py) the ReLU sup sits at the edge for beta = 0
-  (d = 2..40, sigma_b/sigma_w in [0, 4]) and, for beta > 0, at the edge or at rho = -1.  For
-  ReLU the edge condition is ``d > 3`` and ``sigma_b/sigma_w > sqrt(2/(d-3))``: without
-  bias ReLU never dissipates, whatever d.  (Research decision: the seed's "d > 3 suffices"
-  is refuted under our conventions; whether the sup sits at the edge is checked
-  numerically in the tests and reported by ``regime``.)
-* Attention (``attention_bound``): ``C_att = 2 ||V|| (1 + beta ||K^T Q||)`` in general (operator
-  2-norms; ``2 (S_V + beta S_VKQ)`` for H heads), derived, not typed: sympy proves the identity
-  ``d(1-rho)/dt = -(1-rho)<S, x_i+x_j> + (1/2)(1+rho)<D, x_i-x_j>`` (S, D the half-sum and difference
-  of the attention outputs), differentiates the softmax mean (``D m = beta Cov_p K^T Q``), proves
-  ``tr Cov_p = 1 - |m|^2 >= 0``, computes the chord lengths ``|x_i +- x_j|``; the stated lemmas
-  (``LEMMAS``: Cauchy-Schwarz, operator norm, mean value, psd trace) turn these into a bound on
-  ``|d(1-rho)/dt|/(1-rho)`` whose supremum over rho (a nondecreasing function, shown by its
-  derivative) is C_att.  Sharp at beta = 0 (``V = -v I``, two tokens, rho -> 1: ratio ``v (1+rho)``).
-  Zero case, derived as a condition: every head has ``V_h = 0`` or ``V_h = v_h I``, ``v_h >= 0`` with
-  ``Q_h^T K_h = I`` or ``beta = 0``; then ``dE_beta/dt = -(v/N^2) sum_i Z_i |P_{x_i} A_i/v|^2``
-  (identity verified by sympy) and sympy decides that it is ``<= 0``.  With
-  ``f >= beta e^{beta rho}(1-rho)`` this gives ``dE_beta/dt|_att <= C_att E_beta``.
-* Near synchronization attention adds exactly ``-2 <V x, x>`` to the rate (derived for two
-  tokens, any beta and Q^T K), so no uniform rate is below
-  ``lambda_edge - 2 lambda_min((V + V^T)/2)``: when that is > 0 the energy cannot dissipate.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.symbolic.dissipation``.
 """
 from __future__ import annotations
 

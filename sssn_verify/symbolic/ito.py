@@ -4,17 +4,7 @@ For |x| = 1 and h = delta a + sqrt(delta) g with E g = 0, E g g^T = Sigma,
 
     Pi(x + h) = (x + h) (1 + 2<x,h> + |h|^2)^{-1/2}.
 
-With eps = sqrt(delta) the step is expanded in eps to order eps^2 = delta.  Vectors are
-bookkept as atoms x, a, g (each term of Pi(x+h) - x is a scalar coefficient times one atom)
-and scalars through the invariants <x,a>, <x,g>, |g|^2, <a,g>, |a|^2.  The Gaussian
-expectation acts on the g-dependence only:
-
-    E g = 0,  E <x,g> g = Sigma x,  E <x,g>^2 = x^T Sigma x,  E |g|^2 = tr Sigma,
-
-(odd powers of g vanish; higher powers come with higher powers of eps).  The order-delta
-term gives c(x) + P_x a with the general-Sigma drift c(x); Sigma = k0 I_d then gives the
-isotropic drift as a multiple of x.  ``explicit_coordinate_drift(d)`` repeats the whole
-computation in explicit coordinates for a given d (a cross-check used by the tests).
+More (moved from this docstring): docs/modules.md, ``sssn_verify.symbolic.ito``.
 """
 from __future__ import annotations
 

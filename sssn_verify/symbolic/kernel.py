@@ -5,24 +5,7 @@ Cov(U, V) = c = sigma_w^2 rho + sigma_b^2, correlation r = c/S.  We write
 U = sqrt(S) Z1, V = sqrt(S) (r Z1 + sqrt(1-r^2) Z2) with Z1, Z2 iid N(0, 1), and
 H(r, S) = E[phi(U) phi(V)], so K(rho) = sigma_a^2 H(r(rho), S).
 
-Routes (each one a sympy computation, nothing typed in):
-
-* ReLU: polar coordinates Z1 = R cos t, Z2 = R sin t, r = cos(alpha); then
-  U = sqrt(S) R cos t, V = sqrt(S) R cos(t - alpha); integrate R^3 e^{-R^2/2} and
-  cos t cos(t - alpha) over the sector where both are positive.
-* leaky ReLU (slope a; abs is a = -1): phi(u) = relu(u) - a relu(-u) and the reflection
-  (U, V) -> (U, -V), which has correlation -r: H = (1 + a^2) J(r) - 2 a J(-r).
-* Heaviside step: the orthant probability, by the same polar integral.
-* polynomials (identity included): Gaussian moments E Z^n integrated by sympy.
-* sums of sin(w u), cos(w u) and constants: characteristic function E e^{i w Z}
-  integrated by sympy, applied to w_j U + w_k V.
-* erf(a u): Price's theorem dH/dc = E[phi'(U) phi'(V)] (a Gaussian integral) and
-  H(c = 0) = (E phi(U))^2.
-* anything else: no closed form; the result is the defining double integral
-  (method "quadrature"), evaluated numerically by ``sssn_verify.numeric.kernels``.
-
-k0 = K(1) and k1 = K'(1) (a one-sided limit rho -> 1^-) come from the result; k1 is
-+oo when phi has a jump.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.symbolic.kernel``.
 """
 from __future__ import annotations
 

@@ -8,13 +8,7 @@ from ``W(x)`` are derived from ``K`` (mixed derivatives of ``K(<x+sV, x+tV>)``).
 
     lambda_1 = ((d-3) k1 - (d-1) k0) / 2.
 
-Route 2 (two-point motion at small distance): with ``u = 1 - rho`` and
-``K(1-u) = k0 - k1 u + c u^{1+alpha}`` (alpha > 0 covers non-analytic kernels, e.g.
-ReLU's u^{3/2}), ``|X-Y|^2 = 2u`` and ``lambda_1 = (1/2) lim_{u->0} (drift_u/u - a/(2u^2))``.
-
-ReLU: k0 and k1 come from ``symbolic.kernel.kernel_constants_symbolic("relu")`` when that
-module is present, otherwise from the Gaussian moments ``k0 = sa^2 E[phi(U)^2]``,
-``k1 = sa^2 sw^2 E[phi'(U)^2]`` (Price), integrated by sympy; both are derivations.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.symbolic.lyapunov``.
 """
 from __future__ import annotations
 

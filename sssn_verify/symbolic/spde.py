@@ -6,14 +6,7 @@ Itô's formula for ``phi(X)`` along ``dX = [P_X A[mu](X) + c(X)] dt + P_X W(dt, 
     L phi = grad phi . P_x A + (k0/2) Delta_S phi,
     Delta_S phi = tr(P_x Hess(phi) P_x) - (d-1) <x, grad phi>.
 
-``Delta_S`` is checked to be the Laplace-Beltrami operator: for polynomial test functions it
-equals the Euclidean Laplacian of the 0-homogeneous extension ``phi(x/|x|)`` on the sphere
-(d = 2..5).  Averaging over the N tokens (mu_t = (1/N) sum delta_{X_i}) gives the weak form
-
-    d<mu_t, phi> = <mu_t, grad phi . P_x A[mu_t] + (k0/2) Delta_S phi> dt
-                   + <mu_t, grad phi(x) . P_x W(dt, x)>,
-
-whose martingale term does not average out as N -> infinity (the noise is common).
+More (moved from this docstring): docs/modules.md, ``sssn_verify.symbolic.spde``.
 """
 from __future__ import annotations
 

@@ -10,27 +10,7 @@ Writing the noise as ``sum_m L_m xi_m`` (independent standard xi_m), the Itô dr
 function g(V) is ``Dg[mu] + (1/2) sum_m D^2 g[L_m, L_m]`` and its squared diffusion
 ``sum_m Dg[L_m]^2``: one-variable derivatives of ``g(V0 + e L)`` at e = 0.
 
-* Spectrum: g = log |V^1 ^ ... ^ V^k| = (1/2) log det(V^T V).  Its drift S(d, k) (a constant
-  by isotropy, so it is the a.s. growth rate lambda_1 + ... + lambda_k) is computed in
-  explicit coordinates for 2 <= d <= 6, 1 <= k <= d-1.  The second-order expansion of
-  log det couples at most two columns, and isotropy makes every column (every pair) alike,
-  so ``S(d, k) = k A(d) + k(k-1)/2 B(d)`` with A, B affine in d (the argument of
-  ``two_point``): fitted on (d, 1), (d, 2) and verified on every other (d, k).  Then
-  ``lambda_i = S(d, i) - S(d, i-1)``.
-* Fluctuations: the squared diffusion of log|V| is a constant sigma^2, so by Lévy's
-  characterisation ``log|V_t| - lambda_1 t`` is a Brownian motion with variance rate sigma^2
-  (``Var(log|V_t|) = sigma^2 t`` exactly).  Second route: Itô on ``log|x_1 - x_2| =
-  (1/2) log(2u)`` (u = 1 - rho) from the two-point coefficients, u -> 0 with
-  ``K(1-u) = k0 - k1 u + c u^{1+alpha}``: drift -> lambda_1, squared diffusion -> sigma^2.
-* Synchronization time: X_t = log(eps0) - log|x_1 - x_2|_t is a Brownian motion with drift
-  m = -lambda_1 and variance rate sigma^2; tau = inf{t: X_t = a}, a = log(eps0/eps).
-  Route 1 (Laplace transform): ``f(x) = E_x e^{-s tau}`` solves ``m f' + (sigma^2/2) f'' = s f``,
-  f(a) = 1, bounded as x -> -oo; mean, variance, p_reach = lim_{s->0} E e^{-s tau}.
-  Route 2 (method of images): the killed density ``p(t, x)`` is checked against the
-  Fokker-Planck equation and the boundary condition; the CDF is ``1 - int p dx`` and the
-  density its t-derivative.  The inverse-Gaussian shape is mean^3/variance; scipy's
-  ``invgauss(mu, scale)`` has mean ``mu scale`` and shape ``scale``, which fixes its
-  parameters (solved by sympy).  The depth at step delta: ``L = ceil(t_{1-alpha} / delta)``.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.symbolic.spectrum``.
 """
 from __future__ import annotations
 

@@ -6,14 +6,7 @@ can be substituted into another without renaming (docs/mathematics.md, section 1
 the model, section 8 for the notation).  Integration variables private to one
 derivation (e.g. the polar coordinates of ``kernel``) stay in that module.
 
-Assumptions (the parameter ranges of the model):
-
-* ``d`` positive integer (ambient dimension, tokens on S^{d-1});
-* ``rho`` real (an overlap, in [-1, 1]); ``u`` positive (``u = 1 - rho`` near the edge);
-* ``sigma_w``, ``sigma_a`` positive, ``sigma_b`` non-negative (``sigma_b = 0`` allowed);
-* ``beta`` non-negative (attention inverse temperature);
-* ``k0 = K(1)`` positive, ``k1 = K'(1)`` real, ``K_rho`` real (stands for K(rho));
-* ``H`` positive integer (number of attention heads).
+More (moved from this docstring): docs/modules.md, ``sssn_verify.symbolic.symbols``.
 """
 from __future__ import annotations
 

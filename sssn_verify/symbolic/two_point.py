@@ -3,24 +3,7 @@
 SDE (docs/mathematics.md, section 3): ``dX = [P_X A + c(X)] dt + P_X W(dt, X)`` with
 ``E[W(x) W(y)^T] = K(<x,y>) I dt``, ``k0 = K(1)``.
 
-Method (nothing typed in):
-
-* ``c(x)``: by O(d)-equivariance of the field law ``c(x) = gamma x``; Itô on ``|X|^2``
-  (which must stay 1) fixes ``gamma``.
-* Itô's formula for ``g(x, y) = <x, y>`` is evaluated in explicit coordinates for
-  ``d = 2..7`` at ``x = e1``, ``y = rho e1 + sqrt(1-rho^2) e2`` (rotation invariance),
-  with the exact joint covariance of ``(P_x W(x), P_y W(y))``.
-* General d: on the complement of span(x, y) every operator in the computation
-  (``I``, ``P_x``, ``P_y``, the noise covariance) is a multiple of the identity, so
-  each coefficient is affine in d (a trace over that (d-2)-dim space).  The affine
-  law is fitted on d = 2, 3 and verified on d = 4..7; the trace identity
-  ``tr(P_x P_y) = d - 2 + rho^2`` is also proved with d symbolic by block algebra
-  (:class:`BlockOp`).
-
-Attention part: a formal identity in inner products (:class:`Gram`), valid in any d.
-
-Result (noise part): ``b(rho) = -(d-1) k0 rho + (d-2+rho^2) K(rho)``,
-``a(rho) = 2 (1-rho^2)(k0 - rho K(rho))``.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.symbolic.two_point``.
 """
 from __future__ import annotations
 
