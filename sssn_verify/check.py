@@ -20,8 +20,11 @@ user's values pin their axes):
    is *shrunk* by hypothesis with the evidence's rejection inside the predicate (for Monte
    Carlo evidence only where the discrepancy stays above half its maximum), at most
    :data:`MAX_SCREENS` evidence runs in all (:data:`MAX_SCREENS_DETERMINISTIC` when the
-   evidence is deterministic);
-3. *confirm*: the shrunk point (else the first rejected one) again with a fresh seed, level
+   evidence is deterministic); the shrinking screens use the claim's cheaper
+   ``design_evidence`` (a shrunk point it does not reject is not taken), and so does a screen
+   where the discrepancy is at least :data:`CHEAP_SCREEN` error scales;
+3. *confirm*: the shrunk point (else the first rejected one) again with a fresh seed and the full evidence
+   (the cheaper one where the discrepancy is at least :data:`CHEAP_SCREEN` error scales), level
    ``1 - a``; only a confirmed rejection rejects.
 
 With ``a = sqrt((1 - level) / MAX_SCREENS)`` the probability that a right formula is
@@ -30,6 +33,26 @@ screen and confirmation use independent seeds derived from the point, so the res
 only on `seed`).  A deterministic evidence (quadrature, a numerical supremum) needs no
 confirmation.  The points, seeds and levels are in the outcome's ``search``; the shrunk
 failing parameters in ``counterexample``.
+
+Besides the steered search, every unpinned verdict rests on evidence at a *space-filling design*
+over the same domain (:func:`design_points`: the two opposite corners of the box plus a Latin
+hypercube from ``scipy.stats.qmc``, at least :data:`DESIGN_POINTS` points, drawn from the seed's
+key without looking at the derived formula or the candidate).  The design is cost-aware: d is
+drawn with density falling towards large d (``u ** DESIGN_D_POWER``) and the activations that
+need quadrature get half the weight of closed-form ones, so expensive points are fewer but
+present (the all-high corner takes the last, most expensive activation).  Each design point is
+tested at level ``1 - a`` with the claim's ``design_evidence`` (a cheaper, fixed budget; else its
+``evidence``), a rejection is confirmed with the full evidence and a fresh key at ``1 - a``, and
+``a = sqrt((1 - level) / (MAX_SCREENS + n_design))`` keeps the false rejection of a right formula
+at most ``1 - level`` over search and design together.  The outcome's ``design`` records the
+domain covered, the points, and the smallest relative error caught at each point (the weakest
+and the best point are printed).
+
+The domain searched is the claim's declared domain (``claim.domain``, as ``verify --explore``
+draws it) for every axis the candidate check uses, activations included: with no
+``activation`` given, the search and the design run over the claim's declared activations
+(closed-form and quadrature kernels); a given activation (a registry name or the user's own
+expression) pins that axis.
 
 Older names are aliases declared by the claims (``lambda1`` for ``lyapunov``,
 ``lambda_bar`` for ``dissipation``).
@@ -64,13 +87,23 @@ MAX_SCREENS = 5
 MAX_SCREENS_DETERMINISTIC = 40
 #: at most this many cheap evaluations while shrinking (then shrinking stops)
 MAX_SHRINK_EVALS = 150
+#: points of the space-filling design (the two opposite corners plus a Latin hypercube)
+DESIGN_POINTS = 8
+#: the design draws d as lo + (hi - lo) u^DESIGN_D_POWER: fewer points at large (expensive) d
+DESIGN_D_POWER = 1.5
+#: weight of an activation whose kernel needs quadrature in the design (closed form: 1)
+QUADRATURE_WEIGHT = 0.5
+#: a screen or confirmation where the discrepancy is at least this many error scales (far beyond the full
+#: evidence's resolution) runs the cheaper ``design_evidence``, as do the shrinking screens; other
+#: confirmations run the full evidence
+CHEAP_SCREEN = 20.0
 #: a discrepancy |candidate - derived| / error_scale below this is rounding: the formulas agree
 AGREE = 1e-3
 #: a shrunk counterexample keeps at least this fraction of the largest discrepancy found
 SHRINK_FRACTION = 0.5
 #: the search range of an axis that neither the claim's domain nor its candidate check declares
 FALLBACK_RANGES = {"d": (2, 9), "sigma_w": (0.5, 1.5), "sigma_b": (0.0, 2.0), "sigma_a": (0.5, 1.5),
-                   "beta": (0.0, 3.0), "rho": (-0.99, 0.99)}
+                   "beta": (0.0, 3.0), "rho": (-0.99, 0.99), "i": (1, 8)}
 
 
 def checkable() -> dict[str, str]:
@@ -179,6 +212,7 @@ class CheckOutcome:
     chosen: str                       # "user", "search (max discrepancy)" or "search (shrunk counterexample)"
     counterexample: dict[str, Any] | None = None   # the shrunk parameters where the candidate fails
     search: dict[str, Any] | None = None            # the hypothesis search (None: the user fixed every axis)
+    design: dict[str, Any] | None = None            # the space-filling design (None: the user fixed every axis)
     details: dict[str, Any] = field(default_factory=dict)
     min_detectable: float | None = None   # power: smallest relative error rejected w.p. `power`
     power: float = 0.9
@@ -190,7 +224,8 @@ class CheckOutcome:
         """One row (pandas DataFrame): the scalar fields, the parameters as columns of their own
         (``param_d``, ``param_sigma_b``, ...); counterexample, search and details stay in to_dict()."""
         import pandas as pd
-        row = {k: v for k, v in asdict(self).items() if k not in ("parameters", "counterexample", "search", "details")}
+        row = {k: v for k, v in asdict(self).items()
+               if k not in ("parameters", "counterexample", "search", "design", "details")}
         row.update({f"param_{k}": v for k, v in self.parameters.items()})
         return pd.DataFrame([row])
 
@@ -216,26 +251,138 @@ def search_ranges(claim, given: dict[str, Any]) -> dict[str, Any]:
     return {a: given[a] if given.get(a) is not None else tuple(spec[a]) for a in cc.axes}
 
 
-def _strategy(ranges: dict[str, Any], activation: str, *, sigma_grid: int | None = None):
-    """Points of the search: each axis uniform over its range (integers for d), pinned ones fixed;
-    with ``sigma_grid = n``, sigma_w and sigma_b take n values each, evenly spaced over their ranges
-    (an activation whose kernel needs quadrature builds one table per (sigma_w, sigma_b) pair, so
-    the search visits at most n^2 tables and can afford many examples; sigma_a only scales k)."""
+def _reference_point(ranges: dict[str, Any], activation: str) -> dict[str, Any]:
+    """The middle of the ranges (d rounded), for asking whether an activation is admissible at all."""
+    out: dict[str, Any] = {"activation": activation}
+    for a, r in ranges.items():
+        v = (r[0] + r[1]) / 2 if isinstance(r, tuple) else r
+        out[a] = int(round(v)) if a == "d" else float(v)
+    return out
+
+
+def search_activations(claim, ranges: dict[str, Any], activation: str | None) -> list[str]:
+    """The activations `check` searches: the given one (pinned), else the claim's own (a closed form
+    about one activation), else the claim's declared domain's, else the registry's closed-form and
+    quadrature activations; those where the quantity does not exist (``admissible`` False at the
+    middle of the domain, e.g. k1 = +inf for a jump) are left out.  Closed-form kernels first (the
+    search shrinks towards the first), quadrature ones last."""
+    from .activations import get_activation
+    cc = claim.candidate
+    if activation is not None:
+        return [get_activation(activation).name]
+    if cc.activation is not None:
+        return [cc.activation]
+    spec = getattr(claim.domain, "spec", {}) or {}
+    names = (cc.domain or {}).get("activation") or spec.get("activation")
+    if not names:
+        from .strategies import CLOSED_FORM_ACTIVATIONS, QUADRATURE_ACTIVATIONS
+        names = CLOSED_FORM_ACTIVATIONS + QUADRATURE_ACTIVATIONS
+    names = list(dict.fromkeys(get_activation(a).name for a in names))
+    if cc.admissible is not None:
+        names = [a for a in names if cc.admissible(_reference_point(ranges, a))]
+    return sorted(names, key=lambda a: not _closed_form(a))
+
+
+def _axis_strategy(axis: str, r: Any, sigma_grid: int | None):
     from hypothesis import strategies as st
-    out: dict[str, Any] = {"activation": st.just(activation)}
-    for axis, r in ranges.items():
-        if sigma_grid and axis in ("sigma_w", "sigma_b") and isinstance(r, tuple) and r[0] != r[1]:
-            lo, hi = map(float, r)
-            out[axis] = st.sampled_from([lo + (hi - lo) * i / (sigma_grid - 1) for i in range(sigma_grid)])
-        elif not isinstance(r, tuple):
-            out[axis] = st.just(r)
-        elif axis == "d":
-            out[axis] = st.integers(int(r[0]), int(r[1]))
-        else:
-            lo, hi = map(float, r)
-            out[axis] = st.just(lo) if lo == hi else st.floats(lo, hi, allow_nan=False, allow_infinity=False,
-                                                                allow_subnormal=False)
-    return st.fixed_dictionaries(out)
+    if sigma_grid and axis in ("sigma_w", "sigma_b") and isinstance(r, tuple) and r[0] != r[1]:
+        lo, hi = map(float, r)
+        return st.sampled_from([lo + (hi - lo) * i / (sigma_grid - 1) for i in range(sigma_grid)])
+    if not isinstance(r, tuple):
+        return st.just(r)
+    if axis in ("d", "i"):
+        return st.integers(int(r[0]), int(r[1]))
+    lo, hi = map(float, r)
+    return st.just(lo) if lo == hi else st.floats(lo, hi, allow_nan=False, allow_infinity=False,
+                                                  allow_subnormal=False)
+
+
+def _strategy(ranges: dict[str, Any], activations, *, sigma_grid: int | None = None):
+    """Points of the search: the activation drawn from `activations` (shrinking towards the first),
+    each axis uniform over its range (integers for d), pinned ones fixed.  For an activation whose
+    kernel needs quadrature (one table per (sigma_w, sigma_b) pair) sigma_w and sigma_b take
+    `sigma_grid` values each, evenly spaced over their ranges, so the search builds at most
+    sigma_grid^2 tables per such activation (sigma_a only scales k); the space-filling design
+    covers the sigmas between the grid's values."""
+    from hypothesis import strategies as st
+    if isinstance(activations, str):
+        activations = [activations]
+    per = {}
+    for act in activations:
+        grid = None if _closed_form(act) else sigma_grid
+        per[act] = st.fixed_dictionaries({"activation": st.just(act),
+                                          **{a: _axis_strategy(a, r, grid) for a, r in ranges.items()}})
+    if len(per) == 1:
+        return next(iter(per.values()))
+    return st.sampled_from(list(per)).flatmap(per.__getitem__)
+
+
+def design_points(claim, ranges: dict[str, Any], activations: list[str], key, n: int = DESIGN_POINTS):
+    """A space-filling design over the check's domain, chosen without the derived formula or the
+    candidate: the all-low corner (first activation) and the all-high corner (last, the most
+    expensive activation), then a Latin hypercube (``scipy.stats.qmc.LatinHypercube``, from `key`)
+    of n - 2 points over every free axis and the activation (cost-aware: d = lo + (hi - lo) u^1.5
+    rounded, quadrature activations at weight :data:`QUADRATURE_WEIGHT`).  Points where the
+    quantity does not exist (``admissible`` False) are replaced by further Latin-hypercube points;
+    duplicates (few free axes) are dropped.  Returns (points, notes)."""
+    from scipy.stats import qmc
+    cc = claim.candidate
+    free = [a for a in cc.axes if isinstance(ranges[a], tuple) and ranges[a][0] != ranges[a][1]]
+    fixed = {a: (ranges[a][0] if isinstance(ranges[a], tuple) else ranges[a]) for a in cc.axes if a not in free}
+    weights = [1.0 if _closed_form(a) else QUADRATURE_WEIGHT for a in activations]
+    cum = [sum(weights[: i + 1]) / sum(weights) for i in range(len(weights))]
+
+    def make(u, act=None) -> dict[str, Any]:
+        pt: dict[str, Any] = {"activation": act}
+        for x, a in zip(u, free):
+            lo, hi = map(float, ranges[a])
+            if a == "d":
+                pt[a] = int(min(hi, math.floor(lo + (hi - lo + 1) * x ** DESIGN_D_POWER)))
+            elif a == "i":                 # an index 1..d-1 (lyapunov_spectrum): spread over that point's range
+                pt[a] = x
+            else:
+                pt[a] = lo + (hi - lo) * float(x)
+        if act is None:
+            x = u[len(free)] if len(activations) > 1 else 0.0
+            pt["activation"] = activations[next(i for i, c in enumerate(cum) if x <= c or i == len(cum) - 1)]
+        for a, v in fixed.items():
+            pt[a] = int(v) if a in ("d", "i") else float(v)
+        if "i" in free:
+            top = max(1, min(int(ranges["i"][1]), int(pt.get("d", ranges["i"][1] + 1)) - 1))
+            pt["i"] = int(min(top, max(int(ranges["i"][0]), 1 + math.floor(pt["i"] * top))))
+        return {"activation": pt["activation"], **{a: pt[a] for a in cc.axes}}
+
+    def ok(pt) -> bool:
+        from .errors import ParameterError
+        try:
+            return cc.admissible is None or bool(cc.admissible(pt))
+        except ParameterError:
+            return False
+
+    dims = len(free) + (1 if len(activations) > 1 else 0)
+    lo_corner = make([0.0] * len(free), activations[0])
+    hi_corner = make([1.0] * len(free), activations[-1])
+    points, notes = [], []
+    for pt in (lo_corner, hi_corner):
+        if ok(pt) and pt not in points:
+            points.append(pt)
+        elif not ok(pt):
+            notes.append(f"corner {pt} left out: the quantity does not exist there")
+    if dims == 0:
+        return points, notes
+    sampler = qmc.LatinHypercube(d=dims, seed=as_key(key).generator())
+    need = n - len(points)
+    for _ in range(4):                      # a few rounds: replace inadmissible points
+        if need <= 0:
+            break
+        for u in sampler.random(need):
+            pt = make([float(x) for x in u])
+            if ok(pt) and pt not in points:
+                points.append(pt)
+        need = n - len(points)
+    if len(points) < n:
+        notes.append(f"only {len(points)} distinct admissible design points (of {n} asked)")
+    return points, notes
 
 
 def discrepancy(cc, cand: Candidate, point: dict[str, Any]) -> float | None:
@@ -280,12 +427,13 @@ class _PointTest:
 
 
 def judge_point(claim, cand: Candidate, point: dict[str, Any], seed, level: float, *,
-                undefined_rejects: bool = False) -> _PointTest:
+                undefined_rejects: bool = False, evidence=None) -> _PointTest:
     """The claim's evidence at `point` against the candidate: a deterministic comparison within
     the evidence's tolerance, or a z-test at `level` with its bias allowance.  A candidate that is
     not a finite real number at `point` is bad input naming the point (CandidateError: the user
     chose the point), or, with `undefined_rejects` (a point the search found), rejected there
-    with the reason (its value None, never a nan)."""
+    with the reason (its value None, never a nan).  `evidence` replaces the claim's evidence
+    function (the design's cheaper ``design_evidence``)."""
     cc = claim.candidate
     v = values_at(point)
     try:
@@ -295,7 +443,7 @@ def judge_point(claim, cand: Candidate, point: dict[str, Any], seed, level: floa
             raise
         cand_value, undefined = None, str(exc)
     derived = cc.derived(v | {"activation": point["activation"]})
-    ev = cc.evidence(point, as_key(seed, claim.name), level)
+    ev = (evidence or cc.evidence)(point, as_key(seed, claim.name), level)
     if undefined is not None:
         r = deterministic_check(claim.name, ev.estimate, math.nan, tol=0.0, error=ev.stderr, method=ev.method)
         r.passed = False
@@ -317,20 +465,26 @@ def _key(point: dict[str, Any]) -> tuple:
     return tuple(sorted(point.items()))
 
 
-def search(claim, cand: Candidate, activation: str, given: dict[str, Any], *, seed: int = 0,
-           level: float = 0.999, n_examples: int = DEFAULT_EXAMPLES):
+def search(claim, cand: Candidate, activations, given: dict[str, Any], *, seed: int = 0,
+           level: float = 0.999, n_examples: int = DEFAULT_EXAMPLES, screen_level: float | None = None,
+           design: bool = False):
     """Steer, screen, shrink and confirm (module docstring): (the deciding point test, the search
-    record, the shrunk counterexample or None)."""
+    record, the shrunk counterexample or None).  `activations`: one name or a list (an axis of
+    the search); `screen_level`: the level 1 - a of screens and confirmations (default
+    ``a = sqrt((1 - level) / MAX_SCREENS)``).  With `design` (a space-filling design follows), a
+    candidate that agrees with the derived formula at every example is not screened at one
+    arbitrary point: the deciding test is None unless a point was rejected."""
     from hypothesis import Phase, given as h_given, seed as h_seed, target
 
     from .explore import _Counterexample, example_key, search_settings
 
     cc = claim.candidate
     ranges = search_ranges(claim, given)
-    closed = _closed_form(activation)
-    strategy = _strategy(ranges, activation, sigma_grid=None if closed else SIGMA_GRID_QUADRATURE)
+    activations = [activations] if isinstance(activations, str) else list(activations)
+    closed = any(_closed_form(act) for act in activations)
+    strategy = _strategy(ranges, activations, sigma_grid=SIGMA_GRID_QUADRATURE)
     alpha = 1.0 - level
-    a = math.sqrt(alpha / MAX_SCREENS)
+    a = math.sqrt(alpha / MAX_SCREENS) if screen_level is None else 1.0 - screen_level
     scores: dict[tuple, float | None] = {}
     order: list[tuple] = []
     points: dict[tuple, dict] = {}
@@ -366,8 +520,8 @@ def search(claim, cand: Candidate, activation: str, given: dict[str, Any], *, se
     steer()
     admissible = [k for k in order if scores[k] is not None]
     if not admissible:
-        raise CandidateError(f"no admissible parameters for {claim.name} with activation {activation!r} "
-                             f"in {ranges}")
+        raise CandidateError(f"no admissible parameters for {claim.name} with activation "
+                             f"{', '.join(activations)} in {ranges}")
     best_key = admissible[0]
     for k in admissible:
         if scores[k] > scores[best_key]:
@@ -380,8 +534,11 @@ def search(claim, cand: Candidate, activation: str, given: dict[str, Any], *, se
         if state["screens"] >= state["cap"]:
             return False                         # evidence budget spent: treated as passing
         state["screens"] += 1
+        # shrinking (a point already failed): the cheaper design evidence screens; a shrunk point it
+        # misses is simply not taken, and the confirmation runs the full evidence
+        cheap = state["failed"] or (scores.get(key) or 0.0) >= CHEAP_SCREEN
         t = judge_point(claim, cand, points[key], example_key(seed, claim.name, key, "screen"), 1.0 - a,
-                        undefined_rejects=True)
+                        undefined_rejects=True, evidence=cc.design_evidence if cheap else None)
         if t.deterministic:
             state["cap"] = max(state["cap"], MAX_SCREENS_DETERMINISTIC)
         screens[key] = t
@@ -413,12 +570,13 @@ def search(claim, cand: Candidate, activation: str, given: dict[str, Any], *, se
             hunt()
         except _Counterexample:
             pass
-    if not state["failed"] and screen(best_key if best >= AGREE else admissible[0]):
+    if not state["failed"] and (best >= AGREE or not design) and screen(best_key if best >= AGREE
+                                                                         else admissible[0]):
         state["failed"].append(best_key if best >= AGREE else admissible[0])
         state["notes"].append("rejected at the chosen point; not shrunk")
     if state["failed"] and state["shrink_evals"] >= max_shrink_evals:
         state["notes"].append(f"shrinking stopped after {max_shrink_evals} evaluations")
-    confirmations = []
+    confirmations, conf_tests = [], []
     decided = None
     for key in dict.fromkeys([state["failed"][-1], state["failed"][0]] if state["failed"] else []):
         t = screens[key]
@@ -426,67 +584,178 @@ def search(claim, cand: Candidate, activation: str, given: dict[str, Any], *, se
             decided = t
             break
         c = judge_point(claim, cand, points[key], example_key(seed, claim.name, key, "confirm"), 1.0 - a,
-                        undefined_rejects=True)
+                        undefined_rejects=True,
+                        evidence=cc.design_evidence if (scores.get(key) or 0.0) >= CHEAP_SCREEN else None)
         confirmations.append(c.summary())
+        conf_tests.append(c)
         if c.rejected:
             decided = c
             break
-    if decided is None:
+    if decided is None and (best >= AGREE or not design):
         chosen = best_key if best >= AGREE else admissible[0]
         if chosen not in screens:        # the budget went to other points: test the chosen one too
             state["cap"] += 1
             screen(chosen)
         decided = screens[chosen]
+        if decided.rejected and conf_tests:     # a screen the confirmation overruled does not decide
+            decided = conf_tests[0]
     record = {"examples": len(admissible), "evaluations": len(order), "seed": seed, "max_examples": n_examples,
               "ranges": {k: list(v) if isinstance(v, tuple) else v for k, v in ranges.items()},
+              "activations": activations,
               "max_discrepancy": best, "max_discrepancy_at": points[best_key],
               "screen_level": 1.0 - a, "confirm_level": 1.0 - a, "max_screens": state["cap"],
               "familywise": alpha, "screens": [t.summary() for t in screens.values()],
               "confirmations": confirmations, "first_failure": points[state["failed"][0]] if state["failed"] else None,
               "notes": state["notes"]}
-    counter = decided.point if decided.rejected else None
+    counter = decided.point if decided is not None and decided.rejected else None
     return decided, record, counter
 
 
+# ----------------------------------------------------------------------------- the design
+def _badness(t: _PointTest) -> float:
+    """How far a point test is from agreeing: -log10 p (Monte Carlo), |estimate - candidate| /
+    tolerance (deterministic); infinite where the candidate is undefined."""
+    r = t.result
+    if t.candidate_value is None:
+        return math.inf
+    if r.pvalue is not None:
+        return -math.log10(max(r.pvalue, 1e-300))
+    return abs(r.estimate - t.candidate_value) / max(r.tolerance, 1e-300)
+
+
+def run_design(claim, cand: Candidate, points: list[dict], seed, screen_level: float):
+    """The claim's evidence at every design point (``design_evidence``, else ``evidence``) at
+    `screen_level`; a Monte Carlo rejection is confirmed with the full ``evidence`` and a fresh key at
+    the same level (a deterministic one decides at once).  Stops at the first confirmed rejection.
+    Returns (the point tests, the confirmations, the deciding test or None, the final test at each
+    point: its screen, or the confirmation that overruled the screen)."""
+    from .explore import example_key
+    cc = claim.candidate
+    tests, confirmations = [], []
+    shown = []                     # the final test at each point: its screen, or its confirmation
+    for pt in points:
+        t = judge_point(claim, cand, pt, example_key(seed, claim.name, _key(pt), "design"), screen_level,
+                        undefined_rejects=True, evidence=cc.design_evidence)
+        tests.append(t)
+        if not t.rejected:
+            shown.append(t)
+            continue
+        if t.deterministic:
+            return tests, confirmations, t, shown
+        try:
+            far = (discrepancy(cc, cand, pt) or 0.0) >= CHEAP_SCREEN
+        except CandidateError:
+            far = True
+        c = judge_point(claim, cand, pt, example_key(seed, claim.name, _key(pt), "design-confirm"), screen_level,
+                        undefined_rejects=True, evidence=cc.design_evidence if far else None)
+        confirmations.append(c.summary())
+        shown.append(c)
+        if c.rejected:
+            return tests, confirmations, c, shown
+    return tests, confirmations, None, shown
+
+
+def _design_record(ranges, activations, points, tests, confirmations, screen_level, notes,
+                   rejected: bool) -> dict[str, Any]:
+    rows = [{**t.summary(), "min_detectable": t.result.min_detectable, "deterministic": t.deterministic}
+            for t in tests]
+    # a min_detectable above 1 (100 %) means the quantity is ~0 there: no relative scale, counted unpowered
+    mdes = [(r["min_detectable"], r["parameters"]) for r in rows
+            if r["min_detectable"] is not None and r["min_detectable"] <= 1.0]
+    weakest = max(mdes, key=lambda m: m[0]) if mdes else (None, None)
+    best = min(mdes, key=lambda m: m[0]) if mdes else (None, None)
+    return {"kind": f"space-filling: 2 opposite corners + Latin hypercube (scipy.stats.qmc), d ~ u^{DESIGN_D_POWER}, "
+                    f"quadrature activations at weight {QUADRATURE_WEIGHT}",
+            "domain": {**{k: list(v) if isinstance(v, tuple) else v for k, v in ranges.items()},
+                       "activation": list(activations)},
+            "points": len(points), "tested": len(tests), "planned": [dict(p) for p in points],
+            "level": screen_level, "rows": rows, "confirmations": confirmations,
+            "rejected": rejected,
+            "min_detectable_weakest": weakest[0], "weakest_at": weakest[1],
+            "min_detectable_best": best[0], "best_at": best[1],
+            "unpowered": len(rows) - len(mdes), "notes": notes}
+
+
+def domain_text(domain: dict[str, Any]) -> str:
+    """'d in [2, 16], sigma_w in [0.3, 1.5], activation in {relu, tanh}' (pinned axes as 'd = 5')."""
+    parts = []
+    for k, v in domain.items():
+        if k == "activation":
+            parts.append(f"activation in {{{', '.join(v)}}}" if len(v) > 1 else f"activation = {v[0]}")
+        elif isinstance(v, (list, tuple)):
+            parts.append(f"{k} in [{v[0]:g}, {v[1]:g}]")
+        else:
+            parts.append(f"{k} = {v:g}")
+    return ", ".join(parts)
+
+
 # ----------------------------------------------------------------------------- the check
-def check_candidate(claim: str, candidate: str, *, activation: str = "relu", d: int | None = None,
+def check_candidate(claim: str, candidate: str, *, activation: str | None = None, d: int | None = None,
                     sigma_w: float | None = None, sigma_b: float | None = None,
                     sigma_a: float | None = None, beta: float | None = None, rho: float | None = None,
-                    seed: int = 0, level: float = 0.999, explore: int | None = None) -> CheckOutcome:
+                    index: int | None = None, seed: int = 0, level: float = 0.999, explore: int | None = None,
+                    design: int = DESIGN_POINTS) -> CheckOutcome:
     """Test `candidate` for `claim` against the claim's own evidence (see the module docstring);
     `explore` is the number of examples of the search (default :data:`DEFAULT_EXAMPLES`, or
-    :data:`DEFAULT_EXAMPLES_QUADRATURE` for an activation without a closed-form kernel)."""
+    :data:`DEFAULT_EXAMPLES_QUADRATURE` when every searched activation needs quadrature); `design`
+    the number of points of the space-filling design (at least 8).  `activation` None: searched over
+    the claim's declared activations; a name or the user's own expression pins it."""
     from .activations import get_activation
     the_claim = _claim(claim)
     cc = the_claim.candidate
     cand = parse_candidate(claim, candidate)
-    act = get_activation(activation).name
-    if cc.activation is not None and act != cc.activation:
-        if activation != "relu":      # the API default: the claim's own activation applies
+    if activation is not None:
+        act = get_activation(activation).name
+        if cc.activation is not None and act != cc.activation:
             raise CandidateError(f"claim {the_claim.name} is about {cc.activation} only (got {act})")
-        act = cc.activation
     seed = check_int("seed", seed, 0)
     level = check_real("level", level, 0.5, maximum=1.0 - 1e-12)
-    if explore is None:
-        n_examples = DEFAULT_EXAMPLES if _closed_form(act) else DEFAULT_EXAMPLES_QUADRATURE
-    else:
-        n_examples = check_int("explore", explore, 1)
+    n_design = check_int("design", design, DESIGN_POINTS)
     given = {"d": None if d is None else check_int("d", d, 2),
              "sigma_w": None if sigma_w is None else check_real("sigma_w", sigma_w, 0.0),
              "sigma_b": None if sigma_b is None else check_real("sigma_b", sigma_b, 0.0),
              "sigma_a": None if sigma_a is None else check_real("sigma_a", sigma_a, 0.0),
              "beta": None if beta is None else check_real("beta", beta, 0.0),
-             "rho": None if rho is None else check_real("rho", rho, -1.0, maximum=1.0)}
+             "rho": None if rho is None else check_real("rho", rho, -1.0, maximum=1.0),
+             "i": None if index is None else check_int("index", index, 1)}
     if given["sigma_w"] is not None and given["sigma_b"] is not None:
         ModelParams(sigma_w=given["sigma_w"], sigma_b=given["sigma_b"])   # not both 0
-    if all(given[k] is not None for k in cc.axes):
-        point = {"activation": act, **{k: given[k] for k in cc.axes}}
+    ranges = search_ranges(the_claim, given)
+    acts = search_activations(the_claim, ranges, activation)
+    if not acts:
+        raise CandidateError(f"{the_claim.name}: no activation of its domain where the quantity exists")
+    if explore is None:
+        n_examples = DEFAULT_EXAMPLES if any(_closed_form(a) for a in acts) else DEFAULT_EXAMPLES_QUADRATURE
+    else:
+        n_examples = check_int("explore", explore, 1)
+    design_rec = None
+    if all(given[k] is not None for k in cc.axes) and len(acts) == 1:
+        point = {"activation": acts[0], **{k: given[k] for k in cc.axes}}
         if cc.admissible is not None and not cc.admissible(point):
-            raise CandidateError(f"{the_claim.name} is not finite for {act} at {point} (k1 = +inf for a jump)")
+            raise CandidateError(f"{the_claim.name} is not finite for {acts[0]} at {point} (k1 = +inf for a jump)")
         t, record, counter, chosen = judge_point(the_claim, cand, point, seed, level), None, None, "user"
     else:
-        t, record, counter = search(the_claim, cand, act, given, seed=seed, level=level, n_examples=n_examples)
+        points, notes = design_points(the_claim, ranges, acts, as_key(seed, "check", the_claim.name, "design"),
+                                      n_design)
+        a = math.sqrt((1.0 - level) / (MAX_SCREENS + len(points)))
+        t, record, counter = search(the_claim, cand, acts, given, seed=seed, level=level, n_examples=n_examples,
+                                    screen_level=1.0 - a, design=True)
         chosen = "search (shrunk counterexample)" if counter is not None else "search (max discrepancy)"
+        if counter is None:
+            tests, confirmations, decided, shown = run_design(the_claim, cand, points, seed, 1.0 - a)
+            design_rec = _design_record(ranges, acts, points, tests, confirmations, 1.0 - a, notes,
+                                        decided is not None and decided.rejected)
+            if decided is not None:
+                t, counter, chosen = decided, decided.point, "space-filling design"
+            elif t is None:
+                t, chosen = max(shown, key=_badness), "space-filling design (worst agreement)"
+        else:
+            design_rec = {"points": len(points), "tested": 0, "planned": [dict(p) for p in points],
+                          "domain": {**{k: list(v) if isinstance(v, tuple) else v for k, v in ranges.items()},
+                                     "activation": list(acts)},
+                          "notes": notes + ["not run: the search's rejection decided"]}
+        record["familywise"] = 1.0 - level
+        record["design_points"] = len(points)
     r = t.result
     info = dict(t.evidence.details)
     if t.reason is not None:
@@ -500,11 +769,12 @@ def check_candidate(claim: str, candidate: str, *, activation: str = "relu", d: 
                         parameters={**t.point, **{k: v[k] for k in ("k0", "k1") if k in v}},
                         level=level, pvalue=r.pvalue, tolerance=r.tolerance, n=t.evidence.n,
                         seed=t.seed if r.pvalue is not None else None, method=t.evidence.method,
-                        chosen=chosen, counterexample=counter, search=record,
+                        chosen=chosen, counterexample=counter, search=record, design=design_rec,
                         min_detectable=r.min_detectable, power=r.power,
                         details={"ci": list(r.ci) if r.ci else None, "candidate_sympy": sp.sstr(cand.expr),
                                  "test_level": r.level, **info})
 
 
 __all__ = ["check_candidate", "parse_candidate", "evidence_descriptions", "search", "search_ranges", "discrepancy", "judge_point",
-           "checkable", "values_at", "Candidate", "CheckOutcome", "DEFAULT_EXAMPLES", "MAX_SCREENS"]
+           "checkable", "values_at", "Candidate", "CheckOutcome", "DEFAULT_EXAMPLES", "MAX_SCREENS",
+           "design_points", "run_design", "search_activations", "DESIGN_POINTS"]

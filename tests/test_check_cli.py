@@ -24,7 +24,7 @@ def run_json(capsys, *argv):
 
 
 def test_kernel_relu_closed_form_is_consistent(capsys):
-    out = run_json(capsys, "kernel", "--candidate", RELU_K)
+    out = run_json(capsys, "kernel", "--candidate", RELU_K, "--activation", "relu")
     assert out["verdict"] == "consistent"
     assert out["estimate"] == pytest.approx(out["candidate_value"], abs=1e-8)
 
@@ -36,12 +36,12 @@ def test_kernel_relu_closed_form_is_consistent(capsys):
     "sa^2*(sw^2*rho+sb^2)/2",                                  # a linearization
 ])
 def test_kernel_wrong_candidates_are_rejected(capsys, wrong):
-    out = run_json(capsys, "kernel", "--candidate", wrong)
+    out = run_json(capsys, "kernel", "--candidate", wrong, "--activation", "relu")
     assert out["verdict"] == "rejected"
 
 
 def test_kernel_user_parameters_are_used(capsys):
-    out = run_json(capsys, "kernel", "--candidate", RELU_K, "--sigma-w", "0.7", "--sigma-b", "0.2",
+    out = run_json(capsys, "kernel", "--candidate", RELU_K, "--activation", "relu", "--sigma-w", "0.7", "--sigma-b", "0.2",
                    "--sigma-a", "1.1", "--rho", "0.3")
     assert out["parameters"]["rho"] == 0.3 and out["parameters"]["sigma_w"] == 0.7
     assert out["chosen"] == "user" and out["verdict"] == "consistent"
@@ -81,7 +81,7 @@ def test_pinned_axes_and_reproducible_from_seed(capsys):
 def test_edge_formula_for_the_supremum_is_rejected_where_the_sup_is_interior(capsys):
     from sssn_verify.numeric.kernels import kernel
     from sssn_verify.numeric.rates import lambda_bar
-    out = run_json(capsys, "lambda_bar", "--candidate", "(d-1)*k1-(d-3)*k0")
+    out = run_json(capsys, "lambda_bar", "--candidate", "(d-1)*k1-(d-3)*k0", "--activation", "relu")
     c = out["counterexample"]
     assert out["verdict"] == "rejected" and c["beta"] > 0
     # independently: at the shrunk point the supremum is not at rho -> 1 and differs from the edge value
@@ -109,7 +109,7 @@ def test_edge_formula_with_a_quadrature_activation(capsys, beta, verdict):
 
 
 def test_text_output_says_the_verdict(capsys):
-    rc = main(["check", "kernel", "--candidate", RELU_K, "--rho", "0.5"])
+    rc = main(["check", "kernel", "--candidate", RELU_K, "--rho", "0.5", "--activation", "relu"])
     out = capsys.readouterr().out
     assert rc == 0 and "verdict:    CONSISTENT" in out
 
@@ -145,7 +145,7 @@ LAMBDA1 = "((d-3)*k1-(d-1)*k0)/2"
 
 @pytest.mark.parametrize("candidate,verdict", [
     (LAMBDA1, "consistent"),
-    ("-(sa^2/4)*(2*sw^2+(d-1)*sb^2)", "consistent"),          # the explicit ReLU form
+    ("-(sa^2/4)*(2*sw^2+(d-1)*sb^2)", "consistent"),          # the explicit ReLU form (ReLU pinned)
     ("((d-3)*k0-(d-1)*k1)/2", "rejected"),                   # k0 <-> k1
     ("((d-2)*k1-(d-1)*k0)/2", "rejected"),                   # d-2 for d-3
     ("(d-3)*k1-(d-1)*k0", "rejected"),                       # missing factor 1/2
@@ -154,21 +154,22 @@ LAMBDA1 = "((d-3)*k1-(d-1)*k0)/2"
 def test_lambda1_candidates(capsys, candidate, verdict):
     # sigma_a scales k0, k1 and the error scale alike (the search goes to the same d, sigma_w, sigma_b)
     # but the tangent flow's depth with k0 d: pinned small to keep the Monte Carlo cheap
-    out = run_json(capsys, "lambda1", "--candidate", candidate, "--sigma-a", "0.5")
+    out = run_json(capsys, "lambda1", "--candidate", candidate, "--sigma-a", "0.5", "--activation", "relu")
     assert out["verdict"] == verdict, out
     assert out["stderr"] > 0 and out["n"] > 100
 
 
 def test_lambda1_k0_k1_swap_is_caught_where_they_differ(capsys):
     # without bias ReLU has k0 = k1, so the checker must move to a biased point
-    out = run_json(capsys, "lambda1", "--candidate", "((d-3)*k0-(d-1)*k1)/2", "--sigma-a", "0.5")
+    out = run_json(capsys, "lambda1", "--candidate", "((d-3)*k0-(d-1)*k1)/2", "--sigma-a", "0.5",
+                   "--activation", "relu")
     assert out["verdict"] == "rejected" and out["parameters"]["k0"] != out["parameters"]["k1"]
     assert out["counterexample"]["sigma_b"] > 0
 
 
 @pytest.mark.parametrize("candidate,verdict", [
     ("(d-1)*k1-(d-3)*k0", "consistent"),                      # the edge value is the sup at beta = 0 (ReLU)
-    ("(sa^2/2)*(2*sw^2-(d-3)*sb^2)", "consistent"),
+    ("(sa^2/2)*(2*sw^2-(d-3)*sb^2)", "consistent"),           # the explicit ReLU form (ReLU pinned)
     ("(d-2)*k1-(d-3)*k0", "rejected"),
     ("((d-1)*k1-(d-3)*k0)/2", "rejected"),
     ("(d-1)*k0-(d-3)*k1", "rejected"),
@@ -176,10 +177,10 @@ def test_lambda1_k0_k1_swap_is_caught_where_they_differ(capsys):
 def test_lambda_bar_candidates(capsys, candidate, verdict):
     # the edge formula is lambda_bar only where the sup sits at the edge (ReLU, beta = 0); with beta
     # free the checker moves to a point where it sits at rho = -1 and rejects it
-    out = run_json(capsys, "lambda_bar", "--candidate", candidate, "--beta", "0")
+    out = run_json(capsys, "lambda_bar", "--candidate", candidate, "--beta", "0", "--activation", "relu")
     assert out["verdict"] == verdict, out
     if verdict == "consistent":
-        assert run_json(capsys, "lambda_bar", "--candidate", candidate)["verdict"] == "rejected"
+        assert run_json(capsys, "lambda_bar", "--candidate", candidate, "--activation", "relu")["verdict"] == "rejected"
 
 
 @settings(max_examples=5, deadline=None)
@@ -187,6 +188,6 @@ def test_lambda_bar_candidates(capsys, candidate, verdict):
 def test_kernel_check_property_relu_closed_form_consistent_and_sign_flip_rejected(sigmas, rho):
     from sssn_verify.check import check_candidate
     sw, sb, sa = sigmas
-    kw = dict(sigma_w=sw, sigma_b=sb, sigma_a=sa, rho=rho)
+    kw = dict(sigma_w=sw, sigma_b=sb, sigma_a=sa, rho=rho, activation="relu")
     assert check_candidate("kernel", RELU_K, **kw).verdict == "consistent"
     assert check_candidate("kernel", "-" + RELU_K, **kw).verdict == "rejected"

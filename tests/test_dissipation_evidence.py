@@ -157,17 +157,18 @@ def _relu_sup_candidate() -> str:
 
 
 def test_check_lambda_bar_rejects_the_edge_formula_and_two_percent_errors():
-    out = check_candidate("lambda_bar", "(d-1)*k1-(d-3)*k0")
+    relu = {"activation": "relu"}           # ReLU's supremum (the exact forms below are ReLU's)
+    out = check_candidate("lambda_bar", "(d-1)*k1-(d-3)*k0", **relu)
     assert out.verdict == "rejected" and out.details["argmax_rho"] == -1.0
     for beta in (1.0, 3.0):
-        assert check_candidate("lambda_bar", "(d-1)*k1-(d-3)*k0", beta=beta).verdict == "rejected"
-    assert check_candidate("lambda_bar", "(d-1)*k1-(d-3)*k0", beta=0.0).verdict == "consistent"
+        assert check_candidate("lambda_bar", "(d-1)*k1-(d-3)*k0", beta=beta, **relu).verdict == "rejected"
+    assert check_candidate("lambda_bar", "(d-1)*k1-(d-3)*k0", beta=0.0, **relu).verdict == "consistent"
     for wrong in ("1.02*((d-1)*k1-(d-3)*k0)", "0.98*((d-1)*k1-(d-3)*k0)"):
-        assert check_candidate("lambda_bar", wrong, beta=0.0).verdict == "rejected"
+        assert check_candidate("lambda_bar", wrong, beta=0.0, **relu).verdict == "rejected"
     exact = _relu_sup_candidate()           # the sigmas searched: edge and rho* = -1 points (sympy Max is slow)
-    assert check_candidate("lambda_bar", exact, d=8, beta=1.0, explore=20).verdict == "consistent"
+    assert check_candidate("lambda_bar", exact, d=8, beta=1.0, explore=20, **relu).verdict == "consistent"
     anti = exact[exact.index(", -beta") + 2:-1]     # the value at rho = -1 alone: exact where rho* = -1
-    point = dict(d=8, sigma_w=1.0, sigma_b=1.0, sigma_a=1.0, beta=1.0)
+    point = dict(d=8, sigma_w=1.0, sigma_b=1.0, sigma_a=1.0, beta=1.0, activation="relu")
     for seed in range(11):
         assert check_candidate("lambda_bar", anti, seed=seed, **point).verdict == "consistent"
     for factor in ("1.02", "0.98"):

@@ -130,7 +130,9 @@ class CandidateCheck:
       claim's ``domain`` where it declares the axis, else ``check.FALLBACK_RANGES``);
     * ``aliases``: older names of the claim for ``check`` (e.g. ``lambda1`` for ``lyapunov``);
     * ``activation``: the one activation the closed form is about (e.g. ``relu``), else None;
-    * ``description``: what the evidence is, in words (``check --help`` prints it).
+    * ``description``: what the evidence is, in words (``check --help`` prints it);
+    * ``design_evidence``: the evidence at the points of ``check``'s space-filling design, at a
+      fixed, cheaper budget (a rejection there is confirmed by ``evidence``); default ``evidence``.
     """
 
     variables: tuple[str, ...]
@@ -143,6 +145,7 @@ class CandidateCheck:
     aliases: tuple[str, ...] = ()
     activation: str | None = None
     description: str = ""
+    design_evidence: Callable[[dict, int, float], Evidence] | None = None
 
 
 @dataclass(frozen=True)

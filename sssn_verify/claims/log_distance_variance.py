@@ -15,7 +15,7 @@ remainder; Bonferroni over the configurations.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Callable
 
 import numpy as np
@@ -29,7 +29,7 @@ from ..stats import agreement_test
 from ..symbolic.spectrum import variance_rate_tangent
 from ..strategies import claim_configs
 from ._util import combine, configs, estimates_figure
-from .base import Claim
+from .base import CandidateCheck, Claim, Evidence
 
 # (model, activation, d, sigma_w, sigma_b, sigma_a); quick mode runs the first `n_configs`
 CONFIGS = (
@@ -101,6 +101,37 @@ def check(formula, budget: dict, seed: int, level: float):
                     details={"figure": estimates_figure(labels, est, se, exp, r"$\sigma^2$")})]
 
 
+# ---------------------------------------------------------------- check (a user's formula for sigma^2)
+# the Gaussian transformer's tangent flow at one point (the checker's estimator: block variances,
+# Richardson over L, 2L, the same O(delta^2) allowance); the design's points run a quarter of the paths
+CANDIDATE_BUDGET = {"paths": 20_000, "paths_transformer": 0, "depth": 100, "width": 0, "horizon": 1.0,
+                    "blocks": 50, "rel_tol": 0.003}
+DESIGN_BUDGET = {**CANDIDATE_BUDGET, "paths": 5_000}
+EVIDENCE = ("the Gaussian transformer's noise-only tangent flow (Benettin) at the point: pooled variance of "
+            "the block increments of log|V| per unit time, Richardson over depths L, 2L (independent runs), "
+            "z-test with the claim's 0.3 % allowance for the O(delta^2) remainder; 20k paths x 50 blocks")
+
+
+def candidate_evidence(point: dict, seed, level: float, budget: dict = CANDIDATE_BUDGET) -> Evidence:
+    """sigma^2 = Var(log|V_t|)/t of the Gaussian transformer at `point` (the checker's `estimate`)."""
+    value, s, n, info = estimate("gaussian", point["activation"], int(point["d"]), point["sigma_w"],
+                                 point["sigma_b"], point["sigma_a"], budget, as_key(seed, "evidence"))
+    return Evidence(value, s, n, f"tangent-flow block variance of log|V|, Gaussian transformer, "
+                                 f"{budget['paths']} paths x {budget['blocks']} blocks, Richardson L, 2L",
+                    rel_tol=budget["rel_tol"], details=info)
+
+
+CANDIDATE = CandidateCheck(
+    variables=("d", "k0", "k1", "sigma_w", "sigma_b", "sigma_a"), axes=("d", "sigma_w", "sigma_b", "sigma_a"),
+    derived=lambda v: derived_formula()(v["k0"], v["k1"]), evidence=candidate_evidence,
+    # the relative spread of a block variance, sqrt(2 / (paths x blocks)), x sqrt(5) for Richardson
+    error_scale=lambda v, derived: abs(derived) * (CANDIDATE_BUDGET["rel_tol"] + math.sqrt(
+        10.0 / (CANDIDATE_BUDGET["paths"] * CANDIDATE_BUDGET["blocks"]))) + 1e-12,
+    admissible=lambda pt: math.isfinite(numeric_kernel(pt["activation"], pt["sigma_w"], pt["sigma_b"],
+                                                       pt["sigma_a"]).k1),
+    description=EVIDENCE, design_evidence=partial(candidate_evidence, budget=DESIGN_BUDGET))
+
+
 CLAIM = Claim(
     name="log_distance_variance",
     title="Variance rate sigma^2 of the log-distance",
@@ -118,4 +149,5 @@ CLAIM = Claim(
                       "width": 128, "horizon": 1.0, "blocks": 50, "rel_tol": 0.003}},
     derived_text=lambda: f"sigma^2 = {sp.sstr(variance_rate_tangent())}",
     domain=DOMAIN, anchors=CONFIGS,
+    candidate=CANDIDATE,
 )

@@ -18,7 +18,7 @@ Checkers (z-tests against the formula evaluated at k0, k1 from ``numeric.kernels
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Callable
 
 import sympy as sp
@@ -49,10 +49,12 @@ CONFIGS = (
     ("transformer", "sin:3", 4, 1.0, 0.0, 1.0),
 )
 
-# where the claim is explored: the Gaussian transformer, moderate noise per layer (the
-# time-step bias stays inside the stated allowance), lambda_1 of either sign
-DOMAIN = claim_configs(model=("gaussian",), activation=("relu", "tanh", "gelu", "erf", "sin:3"),
-                       d=(2, 6), sigma_w=(0.5, 1.25), sigma_b=(0.0, 1.0), sigma_a=(0.5, 1.25))
+# where the claim is explored (verify --explore) and where `check` searches: the Gaussian transformer,
+# moderate noise per layer (the time-step bias stays inside the stated allowance), lambda_1 of either
+# sign; closed-form kernels (relu, leaky_relu, erf, sin) and quadrature ones (tanh, gelu)
+ACTIVATIONS = ("relu", "leaky_relu:0.1", "erf", "sin:3", "tanh", "gelu")
+DOMAIN = claim_configs(model=("gaussian",), activation=ACTIVATIONS,
+                       d=(2, 16), sigma_w=(0.3, 1.5), sigma_b=(0.0, 1.5), sigma_a=(0.3, 1.5))
 
 
 @lru_cache(maxsize=None)
@@ -168,6 +170,9 @@ def tangent_check(formula, budget: dict, seed: int, level: float):
 # rejected with probability POWER at the test's level; the paths are sized by a pilot run (own stream)
 CANDIDATE_BUDGET = {"target": 0.006, "pilot": 32768, "min_paths": 65536, "max_paths": 8_000_000,
                     "step_noise": STEP_NOISE}
+# at the points of check's space-filling design: the same evidence at a fixed, smaller cost (at most
+# 400k paths; the achieved min_detectable is stated per point, a rejection is confirmed at CANDIDATE_BUDGET)
+DESIGN_BUDGET = {**CANDIDATE_BUDGET, "max_paths": 400_000}
 EVIDENCE = ("one exactly sampled noise-only layer of the Gaussian transformer: mean log-growth of tangent "
             "vectors per unit time, control variate, Richardson over steps h, 2h on shared normals (no "
             "time-step bias allowance); paths sized (pilot run) so that an error of 0.6 % of min(max(|v|, k0/5), "
@@ -211,7 +216,7 @@ CANDIDATE = CandidateCheck(
     error_scale=candidate_error_scale, description=EVIDENCE,
     admissible=lambda pt: math.isfinite(numeric_kernel(pt["activation"], pt["sigma_w"], pt["sigma_b"],
                                                        pt["sigma_a"]).k1),
-    aliases=("lambda1",))
+    aliases=("lambda1",), design_evidence=partial(candidate_evidence, budget=DESIGN_BUDGET))
 
 
 CLAIM = Claim(

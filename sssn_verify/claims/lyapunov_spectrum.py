@@ -15,7 +15,7 @@ engine's k-vector tangent flow over a horizon is a consistency check (``ENGINE_C
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Callable
 
 import numpy as np
@@ -31,7 +31,7 @@ from ..stats import CheckResult, agreement_test
 from ..symbolic.spectrum import spectrum
 from ..strategies import claim_configs
 from ._util import combine, configs, estimates_figure
-from .base import Claim
+from .base import CandidateCheck, Claim, Evidence
 
 # (activation, d, sigma_w, sigma_b, sigma_a); quick mode runs the first `n_configs`
 CONFIGS = (
@@ -156,6 +156,47 @@ def check(formula, budget: dict, seed: int, level: float):
                     details={"figure": estimates_figure(labels, est, se, exp, r"$\lambda_i$")})]
 
 
+# ---------------------------------------------------------------- check (a user's formula for lambda_i)
+# one exactly sampled Gaussian-transformer layer with QR on d-1 tangent vectors at the point (the
+# checker's estimator); the candidate is judged at its index i by a z-test (statistical only)
+CANDIDATE_PATHS = 400_000
+DESIGN_PATHS = 100_000
+EVIDENCE = ("one exactly sampled noise-only layer of the Gaussian transformer, QR of d-1 tangent vectors, "
+            "(log R_ii - linear term)/h with Richardson over h, 2h on shared normals (no bias allowance), "
+            f"{CANDIDATE_PATHS} paths; the exponent of index i (1 <= i <= d-1) z-tested")
+
+
+def candidate_evidence(point: dict, seed, level: float, paths: int = CANDIDATE_PATHS) -> Evidence:
+    """lambda_i of the Gaussian transformer at `point` from one exactly sampled layer with QR."""
+    d, i = int(point["d"]), int(point["i"])
+    k0, k1, mean, cov, fine, coarse, h = _estimate("gaussian", point["activation"], d, point["sigma_w"],
+                                                   point["sigma_b"], point["sigma_a"], int(paths),
+                                                   as_key(seed, "evidence"), 0)
+    return Evidence(float(mean[i - 1]), float(math.sqrt(cov[i - 1, i - 1])), int(paths),
+                    f"one exactly sampled Gaussian layer, QR of {d - 1} tangent vectors, {paths} paths, "
+                    f"Richardson h = {h:.3g}, 2h", details={"h": float(h), "raw_h": float(fine[i - 1]),
+                                                          "raw_2h": float(coarse[i - 1]), "index": i})
+
+
+def _candidate_admissible(pt: dict) -> bool:
+    return (1 <= int(pt["i"]) <= int(pt["d"]) - 1
+            and math.isfinite(numeric_kernel(pt["activation"], pt["sigma_w"], pt["sigma_b"], pt["sigma_a"]).k1))
+
+
+def _derived_lambda_i(v: dict) -> float:
+    d, i = int(v["d"]), int(v["i"])
+    return float(derived_formula()(d, v["k0"], v["k1"])[i - 1])
+
+
+CANDIDATE = CandidateCheck(
+    variables=("d", "i", "k0", "k1", "sigma_w", "sigma_b", "sigma_a"), axes=("d", "i", "sigma_w", "sigma_b", "sigma_a"),
+    derived=_derived_lambda_i, evidence=candidate_evidence,
+    # a rough per-path spread ~ sqrt(d) (k0 + k1) over the paths (only steers the search)
+    error_scale=lambda v, derived: math.sqrt(v["d"]) * (v["k0"] + v["k1"]) / math.sqrt(CANDIDATE_PATHS) + 1e-12,
+    admissible=_candidate_admissible, domain={"i": (1, 5)}, description=EVIDENCE,
+    design_evidence=partial(candidate_evidence, paths=DESIGN_PATHS))
+
+
 CLAIM = Claim(
     name="lyapunov_spectrum",
     title="Lyapunov spectrum of the noise-only flow",
@@ -176,4 +217,5 @@ CLAIM = Claim(
                       "engine_rel_tol": 0.01, "width": 128}},
     derived_text=lambda: f"lambda_i = {sp.sstr(spectrum())}",
     domain=DOMAIN, anchors=CONFIGS,
+    candidate=CANDIDATE,
 )

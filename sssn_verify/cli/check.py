@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import re
 
+from ..escape import terminal as escape_terminal
 from .common import add_model_options, epilog, print_json, refuse_hidden
 
 EXAMPLES = [
@@ -15,7 +16,8 @@ EXAMPLES = [
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "check", help="test your own formula for a claim (kernel, ito_drift, lyapunov, dissipation, relu_rates)",
+        "check", help="test your own formula for a claim (kernel, ito_drift, lyapunov, dissipation, relu_rates, "
+             "lyapunov_spectrum, log_distance_variance)",
         description="Parse a candidate formula (the safe expression language) and compare it with the claim's "
                     "own numerical evidence, which does not use the derivation, at the given parameters; the "
                     "parameters not given are searched with hypothesis over the claim's domain: --explore N "
@@ -26,7 +28,12 @@ def register(sub) -> None:
                     "Variables: kernel (rho, sigma_w, sigma_b, sigma_a), ito_drift (the gamma of "
                     "c(x) = gamma x, in d, k0), lyapunov alias lambda1 (d, k0, k1 or the sigmas), "
                     "dissipation alias lambda_bar (its edge value; also beta), relu_rates (ReLU lambda_1 "
-                    "in d and the sigmas). Exit 0 if consistent, 1 if rejected, 2 on bad input.",
+                    "in d and the sigmas), lyapunov_spectrum (lambda_i in d, i, k0, k1), log_distance_variance "
+                    "(sigma^2 in d, k0, k1). The activation is searched too unless --activation is given. "
+                    "Every verdict with free parameters also rests on a space-filling design (2 opposite "
+                    "corners + a Latin hypercube over the claim's domain, chosen without the derivation); the "
+                    "text and JSON say the domain, the points and the smallest error caught there. "
+                    "Exit 0 if consistent, 1 if rejected, 2 on bad input.",
         epilog=epilog(EXAMPLES))
     # a candidate may start with a minus sign ("-(d-1)*k0/2"): only -h is a single-dash option here,
     # so every other single-dash word is read as a value, not as an unknown option
@@ -35,17 +42,22 @@ def register(sub) -> None:
     p.add_argument("--candidate", required=True, metavar="EXPR", help="the formula, e.g. '((d-3)*k1-(d-1)*k0)/2'")
     add_model_options(p)
     for action in p._actions:      # here a model option not given is searched, not defaulted
-        if action.dest in ("d", "beta", "sigma_w", "sigma_b", "sigma_a"):
+        if action.dest in ("d", "beta", "sigma_w", "sigma_b", "sigma_a", "activation"):
             action.help += " (default: searched over the claim's domain)"
     p.add_argument("--rho", type=float, default=None, help="overlap (kernel only; default: searched)")
+    p.add_argument("--index", type=int, default=None, metavar="I",
+                   help="the exponent's index i, 1 <= i <= d-1 (lyapunov_spectrum only; default: searched)")
     p.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo evidence")
     p.add_argument("--level", type=float, default=0.999, help="confidence level of the test")
     p.add_argument("--explore", type=int, metavar="N", default=None,
                    help="size of the parameter search: examples drawn by hypothesis (default 60; 40 for "
                         "activations whose kernel needs quadrature; reproducible from --seed)")
+    p.add_argument("--design", type=int, metavar="N", default=None,
+                   help="points of the space-filling design (2 opposite corners + a Latin hypercube over every "
+                        "searched axis and the activation; default and minimum 8)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     # None = not given: the checker then chooses the parameters
-    p.set_defaults(func=run, d=None, sigma_w=None, sigma_b=None, sigma_a=None, beta=None)
+    p.set_defaults(func=run, d=None, sigma_w=None, sigma_b=None, sigma_a=None, beta=None, activation=None)
     plain = p.format_help
 
     def format_help() -> str:   # the evidence of each claim, from its CandidateCheck (loaded only for --help)
@@ -60,15 +72,18 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..check import check_candidate
+    from ..check import DESIGN_POINTS, check_candidate, domain_text
     from ..params import check_int, check_real
 
     refuse_hidden(args, "check")
     level = check_real("level", args.level, 0.5, maximum=1.0 - 1e-12)
     explore = None if args.explore is None else check_int("explore", args.explore, 1)
+    design = DESIGN_POINTS if args.design is None else check_int("design", args.design, DESIGN_POINTS)
     out = check_candidate(args.claim, args.candidate, activation=args.activation, d=args.d,
                           sigma_w=args.sigma_w, sigma_b=args.sigma_b, sigma_a=args.sigma_a,
-                          beta=args.beta, rho=args.rho, seed=args.seed, level=level, explore=explore)
+                          beta=args.beta, rho=args.rho, index=args.index, seed=args.seed, level=level,
+                          explore=explore,
+                          design=design)
     if args.json:
         print_json(out.to_dict())
     else:
@@ -97,6 +112,19 @@ def run(args: argparse.Namespace) -> int:
                 first = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
                                   for k, v in s["first_failure"].items())
                 print(f"shrunk from {first}")
+        if out.design is not None:
+            g = out.design
+            print(f"domain:     {escape_terminal(domain_text(g['domain']))}")
+            if g.get("tested"):
+                weak, best = g["min_detectable_weakest"], g["min_detectable_best"]
+                caught = ("no point has a relative scale" if weak is None else
+                          f"a relative error >= {100 * weak:.2g} % is caught at every powered point "
+                          f"(>= {100 * best:.2g} % at the best)")
+                print(f"design:     {g['tested']} of {g['points']} points ({g['kind']}), level {g['level']:.4g}, "
+                      f"{'REJECTED at one' if g['rejected'] else 'all consistent'}; {caught}"
+                      + (f"; {g['unpowered']} without a relative scale" if g["unpowered"] else ""))
+            else:
+                print(f"design:     {g['points']} points planned, not run (the search's rejection decided)")
         power = ("power unknown" if out.min_detectable is None else
                  f"detects a relative error >= {100 * out.min_detectable:.2g} % with probability {out.power:g}")
         print(f"verdict:    {out.verdict.upper()}   (power: {power})")
