@@ -49,7 +49,10 @@ domain covered, the points, and the smallest relative error caught at each point
 and the best point are printed).
 
 The domain searched is the claim's declared domain (``claim.domain``, as ``verify --explore``
-draws it) for every axis the candidate check uses, activations included: with no
+draws it), widened where the candidate check declares its own ``domain`` (``lyapunov`` and
+``ito_drift``: d up to 16, because their check evidence, one exactly sampled layer, holds there
+while the engine checks that ``verify --explore`` also runs keep their allowances only for smaller
+d), for every axis the candidate check uses, activations included: with no
 ``activation`` given, the search and the design run over the claim's declared activations
 (closed-form and quadrature kernels); a given activation (a registry name or the user's own
 expression) pins that axis.

@@ -50,8 +50,8 @@ CONFIGS = (
 # where it is explored (the step adapts to the noise per step k0 d delta, as the O(delta^2)
 # remainder grows with it); the drift depends on phi only through k0, and each activation
 # costs one numba compilation of the engine, so ReLU with every sigma; `check` (one Gaussian layer
-# per point, no engine) searches these ranges over CHECK_ACTIVATIONS, closed-form and quadrature kernels
-DOMAIN = claim_configs(activation=("relu",), d=(2, 16), sigma_w=(0.3, 1.5), sigma_b=(0.0, 1.5),
+# per point, no engine) searches d up to 16 over CHECK_ACTIVATIONS, closed-form and quadrature kernels
+DOMAIN = claim_configs(activation=("relu",), d=(2, 10), sigma_w=(0.3, 1.5), sigma_b=(0.0, 1.5),
                        sigma_a=(0.3, 1.5))
 CHECK_ACTIVATIONS = ("relu", "leaky_relu:0.1", "erf", "sin:3", "tanh", "gelu")
 
@@ -248,7 +248,7 @@ def candidate_error_scale(values: dict, derived: float, budget: dict = CANDIDATE
 CANDIDATE = CandidateCheck(
     variables=("d", "k0", "sigma_w", "sigma_b", "sigma_a"), axes=("d", "sigma_w", "sigma_b", "sigma_a"),
     derived=lambda v: derived_coefficient()(v["d"], v["k0"]), evidence=candidate_evidence,
-    error_scale=candidate_error_scale, description=EVIDENCE, domain={"activation": CHECK_ACTIVATIONS},
+    error_scale=candidate_error_scale, description=EVIDENCE, domain={"activation": CHECK_ACTIVATIONS, "d": (2, 16)},
     design_evidence=partial(candidate_evidence, budget=DESIGN_BUDGET))
 
 
