@@ -15,7 +15,7 @@ from .derivation import Derivation, Step
 DERIVATIONS: dict[str, Callable[..., Derivation]] = {}
 
 # modules holding derivations, in the order of the LaTeX document
-MODULES = ("kernel", "ito", "two_point", "lyapunov", "dissipation", "spde", "spectrum", "deep_kernel", "projective")
+MODULES = ("kernel", "ito", "two_point", "lyapunov", "dissipation", "spde", "spectrum", "deep_kernel", "projective", "general_field")
 
 
 def register(name: str):

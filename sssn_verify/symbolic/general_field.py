@@ -1,0 +1,227 @@
+"""Fields declared by their covariance tensor, and the random quadratic form `rqf` (issue 25.2, first part).
+
+An O(d)-equivariant Gaussian field F on the sphere has
+
+    E[F(x) F(y)^T] = a(rho) I + b(rho) x x^T + c(rho) y x^T + e(rho) x y^T + f(rho) y y^T,   rho = <x, y>
+
+(today's MLP fields: a = K, b = c = e = f = 0).  At y = x the covariance is a(1) I + s1 x x^T with
+s1 = (b + c + e + f)(1); the projected noise P_x F(x) has covariance a(1) P_x, so the one-point drift is
+gamma x with gamma fixed by |X| = 1 (as in ``two_point``), with a(1) in place of k0.
+
+Method (nothing typed in): Itô's formula for rho = <x, y> in explicit coordinates d = 2..7 at x = e1,
+y = rho e1 + sqrt(1-rho^2) e2 with the exact joint covariance of (P_x W(x), P_y W(y)) built from the
+tensor; every coefficient is affine in d (the same block argument as ``two_point``), fitted on d = 2, 3
+and checked on d = 4..7.  Then:
+
+* the special case b = c = e = f = 0, a(1) = k0, a(rho) = K(rho) must give ``two_point``'s b and a
+  symbol for symbol (checked: the difference is 0);
+* `rqf`: the layer noise Q x with Q = S (B + B^T)/2, B with i.i.d. standard Gaussian entries; its
+  covariance tensor is computed from E[B_ik B_jl] = delta_ij delta_kl in explicit coordinates
+  (d = 2, 3, 4) and matched to the tensor form: a(rho) = S^2 rho / 2, c = S^2/2, b = e = f = 0;
+* for `rqf`: the two-point coefficients, lambda_1 from the small-distance limit (as
+  ``lyapunov.lambda1_two_point``), the one-point generator (a(1)/2 times the Laplace-Beltrami operator: a
+  Brownian motion on the sphere, uniform stationary law), the projective coefficients of r = rho^2
+  (``projective``'s Itô step), the projective rate L f / f for f = 1 - r and its supremum over rho in
+  [0, 1), the projective exponent.  The field is odd (F(-x) = -F(x) exactly: Q(-x) = -Qx).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import sympy as sp
+
+from ..errors import DerivationError
+from . import register
+from .derivation import Derivation
+from .symbols import d, k0, Krho, rho, u
+from .two_point import (EXPLICIT_DIMS, affine_in_d, ito_moments, projection_drift_gamma, projector, two_point_frame,
+                        two_point_coefficients)
+
+#: the tensor's coefficient functions at rho (a_rho, ..., f_rho) and a(1)
+a_r, b_r, c_r, e_r, f_r = sp.symbols("a_rho b_rho c_rho e_rho f_rho", real=True)
+a_1 = sp.Symbol("a_1", positive=True)
+s_1 = sp.Symbol("s_1", real=True)              # (b + c + e + f)(1): drops out (P_x x = 0)
+sigma_q = sp.Symbol("sigma_q", positive=True)
+
+
+def cross_covariance(x: sp.Matrix, y: sp.Matrix) -> sp.Matrix:
+    """E[W(x) W(y)^T] = a I + b x x^T + c y x^T + e x y^T + f y y^T (coefficients at rho)."""
+    n = x.shape[0]
+    return a_r * sp.eye(n) + b_r * x * x.T + c_r * y * x.T + e_r * x * y.T + f_r * y * y.T
+
+
+def general_noise_explicit(n: int) -> tuple[sp.Expr, sp.Expr]:
+    """(drift, squared diffusion) of rho in dimension n for the general tensor, noise part."""
+    xs = list(sp.symbols(f"x1:{n + 1}", real=True))
+    ys = list(sp.symbols(f"y1:{n + 1}", real=True))
+    x, y = two_point_frame(n)
+    point = dict(zip(xs + ys, list(x) + list(y)))
+    g = sum(p * q for p, q in zip(xs, ys))
+    gam = projection_drift_gamma(n).subs(k0, a_1)          # P_x Cov(W(x)) P_x = a(1) P_x
+    mu = (gam * x).col_join(gam * y)
+    Cxy = cross_covariance(x, y)
+    C = sp.BlockMatrix([[a_1 * sp.eye(n) + s_1 * x * x.T, Cxy],
+                        [Cxy.T, a_1 * sp.eye(n) + s_1 * y * y.T]]).as_explicit()
+    B = sp.diag(projector(x), projector(y))
+    drift, diffusion = ito_moments(g, xs + ys, point, mu, B * C * B.T)
+    return sp.simplify(drift), sp.factor(sp.simplify(diffusion))
+
+
+@lru_cache(maxsize=None)
+def general_two_point_coefficients() -> tuple[sp.Expr, sp.Expr]:
+    """(b, a): drift and squared diffusion of rho for the general tensor, any d."""
+    drifts, diffs = {}, {}
+    for n in EXPLICIT_DIMS:
+        drifts[n], diffs[n] = general_noise_explicit(n)
+    b = sp.collect(affine_in_d(drifts, "general drift of rho"), [a_r, a_1, c_r])
+    a = sp.factor(affine_in_d(diffs, "general diffusion of rho"))
+    return b, a
+
+
+@lru_cache(maxsize=None)
+def special_case_residual() -> tuple[sp.Expr, sp.Expr]:
+    """General coefficients at b = c = e = f = 0, a(1) = k0, a(rho) = K(rho) minus ``two_point``'s."""
+    b, a = general_two_point_coefficients()
+    _, b0, a0 = two_point_coefficients()
+    sub = {b_r: 0, c_r: 0, e_r: 0, f_r: 0, a_1: k0, a_r: Krho}
+    res = (sp.expand(b.subs(sub) - b0), sp.expand(a.subs(sub) - a0))
+    if res != (0, 0):
+        raise DerivationError(f"general tensor does not reduce to the K(rho) I case: {res}")
+    return res
+
+
+def rqf_covariance_explicit(n: int) -> sp.Matrix:
+    """E[(Q x)(Q y)^T] for Q = S (B + B^T)/2 in dimension n, x, y symbolic vectors (E[B_ik B_jl] = d_ij d_kl)."""
+    xs = sp.Matrix(sp.symbols(f"x1:{n + 1}", real=True))
+    ys = sp.Matrix(sp.symbols(f"y1:{n + 1}", real=True))
+    Bs = sp.Matrix(n, n, lambda i, j: sp.Symbol(f"B{i}{j}", real=True))
+    Q = sigma_q * (Bs + Bs.T) / 2
+    prod = (Q * xs) * (Q * ys).T
+    # the expectation of a quadratic form in independent standard normals: keep the squares, mean 1
+    out = sp.zeros(n, n)
+    entries = list(Bs)
+    for i in range(n):
+        for j in range(n):
+            poly = sp.Poly(sp.expand(prod[i, j]), *entries)
+            val = 0
+            for mon, coef in poly.terms():
+                if all(p in (0, 2) for p in mon):
+                    val += coef                       # E[B^2] = 1; mixed and odd monomials have mean 0
+            out[i, j] = sp.expand(val)
+    return out
+
+
+@lru_cache(maxsize=None)
+def rqf_tensor() -> dict:
+    """The covariance tensor of the rqf field: solve for (a, b, c, e, f) in d = 2, 3, 4."""
+    sol = None
+    for n in (2, 3, 4):
+        xs = sp.Matrix(sp.symbols(f"x1:{n + 1}", real=True))
+        ys = sp.Matrix(sp.symbols(f"y1:{n + 1}", real=True))
+        r = (xs.T * ys)[0]
+        A, Bc, Cc, E, Fc = sp.symbols("A Bc Cc E Fc")
+        ansatz = A * r * sp.eye(n) + Bc * xs * xs.T + Cc * ys * xs.T + E * xs * ys.T + Fc * ys * ys.T
+        # the coefficient functions of rqf are polynomial of degree <= 1 in rho: a = A rho, the others constants
+        diff = sp.expand(rqf_covariance_explicit(n) - ansatz)
+        eqs = []
+        for entry in diff:
+            eqs += sp.Poly(entry, *(list(xs) + list(ys))).coeffs()
+        s = sp.solve(eqs, [A, Bc, Cc, E, Fc], dict=True)
+        if len(s) != 1:
+            raise DerivationError(f"rqf covariance is not of the tensor form in d={n}: {s}")
+        s = s[0]
+        if sol is not None and s != sol:
+            raise DerivationError(f"rqf tensor depends on d: {s} vs {sol}")
+        sol = s
+    A, Bc, Cc, E, Fc = sp.symbols("A Bc Cc E Fc")
+    return {a_r: sol[A] * rho, b_r: sol[Bc], c_r: sol[Cc], e_r: sol[E], f_r: sol[Fc], a_1: sol[A]}
+
+
+@lru_cache(maxsize=None)
+def rqf_two_point() -> tuple[sp.Expr, sp.Expr]:
+    """(b, a) of rho for rqf."""
+    b, a = general_two_point_coefficients()
+    T = rqf_tensor()
+    return sp.factor(b.subs(T)), sp.factor(a.subs(T))
+
+
+@lru_cache(maxsize=None)
+def rqf_lambda1() -> sp.Expr:
+    """(1/2) lim_{u -> 0} (drift_u/u - a/(2 u^2)), u = 1 - rho (as lyapunov.lambda1_two_point)."""
+    b, a = rqf_two_point()
+    b, a = b.subs(rho, 1 - u), a.subs(rho, 1 - u)
+    lim = sp.limit(sp.expand(sp.Rational(1, 2) * (-b / u - a / (2 * u**2))), u, 0, "+")
+    return sp.simplify(lim)
+
+
+@lru_cache(maxsize=None)
+def rqf_projective() -> tuple[sp.Expr, sp.Expr, sp.Expr, sp.Expr, sp.Expr]:
+    """(B_r, A_r, L f / f for f = 1 - rho^2, its sup over rho in [0, 1), projective exponent) for rqf."""
+    b, a = rqf_two_point()
+    B, A = ito_moments(rho**2, [rho], {}, sp.Matrix([b]), sp.Matrix([[a]]))
+    B, A = sp.factor(B), sp.factor(A)
+    if sp.simplify(B.subs(rho, -rho) - B) != 0 or sp.simplify(A.subs(rho, -rho) - A) != 0:
+        raise DerivationError("rqf projective coefficients are not even in rho")
+    ratio = sp.simplify(-B / (1 - rho**2))
+    w = sp.Symbol("w", nonnegative=True)            # rho = sqrt(w), w in [0, 1)
+    dr = sp.simplify(sp.diff(ratio, rho))
+    # the ratio is nondecreasing on [0, 1) (its derivative is >= 0 there), so the sup is the limit rho -> 1
+    if not sp.simplify(dr.subs(rho, sp.sqrt(w))).is_nonnegative:
+        raise DerivationError(f"rqf projective ratio: monotonicity not shown: {dr}")
+    sup = sp.limit(ratio, rho, 1, "-")
+    v = 1 - (1 - u)**2
+    Bu, Au = B.subs(rho, 1 - u), A.subs(rho, 1 - u)
+    lam = sp.simplify(sp.limit(sp.expand(sp.simplify(sp.Rational(1, 2) * (-Bu / v - Au / (2 * v**2)))), u, 0, "+"))
+    return B, A, ratio, sup, lam
+
+
+@register("general_field")
+def general_field() -> Derivation:
+    """The two-point motion of a field declared by its covariance tensor; the random quadratic form rqf."""
+    dv = Derivation(
+        "general_field", "Fields declared by their covariance tensor; the random quadratic form",
+        ["$E[W(x) W(y)^{\\top}] = a(\\rho) I + b(\\rho) x x^{\\top} + c(\\rho) y x^{\\top} + e(\\rho) x y^{\\top} "
+         "+ f(\\rho) y y^{\\top}$, $\\rho = \\langle x, y\\rangle$ ($O(d)$-equivariant); $a_1 = a(1)$",
+         "$dX = \\gamma X\\,dt + P_X W(dt, X)$ with $\\gamma$ fixed by $|X| = 1$; the projected one-point noise has "
+         "covariance $a_1 P_x$",
+         "rqf: $W(x) = Q x$ per unit time with $Q = S (B + B^{\\top})/2$, $B$ with i.i.d. standard Gaussian entries, "
+         "the same for all tokens; $S = \\sigma_q$"],
+        [], None)
+    b, a = general_two_point_coefficients()
+    bs, as_ = sp.Symbol("b"), sp.Symbol("a")
+    dv.add("Itô's formula for $\\rho$ in $d = 2, \\dots, 7$ (affine in $d$, as for the two-point motion): the drift",
+           sp.Eq(bs, b))
+    dv.add("and the squared diffusion coefficient", sp.Eq(as_, a))
+    res = special_case_residual()
+    dv.add("Special case $b = c = e = f = 0$, $a = K$, $a_1 = k_0$: minus the two-point coefficients of the "
+           "$K(\\rho) I$ fields (symbol for symbol)", sp.Tuple(*res))
+    T = rqf_tensor()
+    dv.add("rqf: $E[(Qx)(Qy)^{\\top}]$ from $E[B_{ik} B_{jl}] = \\delta_{ij}\\delta_{kl}$ in $d = 2, 3, 4$, matched "
+           "to the tensor form: $(a, b, c, e, f)$", sp.Tuple(T[a_r], T[b_r], T[c_r], T[e_r], T[f_r]))
+    rb, ra = rqf_two_point()
+    dv.add("rqf two-point motion: drift and squared diffusion of $\\rho$ (free of $d$)", sp.Tuple(rb, ra))
+    dv.add("One-point motion: the generator is $\\tfrac{a_1}{2} \\Delta_{S^{d-1}}$ (the projected noise "
+           "$a_1 P_x$ and the drift $\\gamma x$), a Brownian motion on the sphere with uniform stationary law, at "
+           "the rate $a_1/2$", T[a_1] / 2)
+    l1 = rqf_lambda1()
+    L1 = sp.Symbol("lambda_1")
+    dv.add("rqf top Lyapunov exponent from the small-distance limit "
+           "$\\tfrac12 \\lim_{u \\to 0} (\\mathrm{drift}_u / u - a/(2u^2))$", sp.Eq(L1, l1))
+    B, A, ratio, sup, lam = rqf_projective()
+    dv.add("The field is odd ($Q(-x) = -Qx$): the law of $r = \\rho^2$, drift and squared diffusion", sp.Tuple(B, A))
+    dv.add("$L f / f$ for $f = 1 - r$; its derivative is $\\ge 0$ on $[0, 1)$, so its supremum is the limit $\\rho \\to 1$", ratio)
+    lbp, lp = sp.Symbol("lambdabar_proj"), sp.Symbol("lambda_proj")
+    dv.add("Projective energy rate", sp.Eq(lbp, sup))
+    dv.add("Projective Lyapunov exponent (as in the projective derivation)", sp.Eq(lp, lam))
+    dv.result = sp.Tuple(sp.Eq(L1, l1), sp.Eq(lbp, sup), sp.Eq(lp, lam))
+    dv.lhs = (r"\text{rqf:}\ \lambda_1 =", r"\bar\lambda_{\mathrm{proj}} =", r"\lambda_{\mathrm{proj}} =")
+    dv.extras.update(drift=sp.sstr(b), diffusion=sp.sstr(a), rqf_tensor=sp.sstr(sp.Tuple(*T.values())),
+                     rqf_drift=sp.sstr(rb), rqf_diffusion=sp.sstr(ra), rqf_lambda1=sp.sstr(l1),
+                     rqf_lambda_bar_proj=sp.sstr(sup), rqf_lambda_proj=sp.sstr(lam),
+                     rqf_one_point_rate=sp.sstr(T[a_1] / 2))
+    return dv
+
+
+__all__ = ["general_field", "general_two_point_coefficients", "special_case_residual", "rqf_tensor",
+           "rqf_two_point", "rqf_lambda1", "rqf_projective", "rqf_covariance_explicit", "sigma_q",
+           "a_r", "b_r", "c_r", "e_r", "f_r", "a_1", "s_1"]
