@@ -144,24 +144,14 @@ def _date_text(iso: str) -> str:
     return when.strftime("%Y-%m-%d, %H:%M UTC")
 
 
-def _types_only(schema):
-    """The report schema without its ``required`` lists: every field present must have the type
-    and form the schema gives it; a field absent is shown as missing ("--") in the document."""
-    if isinstance(schema, dict):
-        return {k: _types_only(v) for k, v in schema.items() if k != "required"}
-    if isinstance(schema, list):
-        return [_types_only(v) for v in schema]
-    return schema
-
-
 def load_report(directory) -> dict[str, Any]:
     """DIR/report.json as written by ``sssn-verify verify --report DIR`` (ParameterError if absent
-    or not a report): a regular file of at most ``limits.MAX_REPORT_BYTES``, whose fields have
-    the types of ``docs/report.schema.json`` (checked with jsonschema before any use)."""
+    or not a report): a regular file of at most ``limits.MAX_REPORT_BYTES``, valid against the whole
+    ``docs/report.schema.json`` (every required field, every type; jsonschema, before any use)."""
     from .inputs import load_json
     from .limits import MAX_REPORT_BYTES
     schema_path = Path(__file__).resolve().parents[1] / "docs" / "report.schema.json"
-    schema = _types_only(json.loads(schema_path.read_text())) if schema_path.is_file() else None
+    schema = json.loads(schema_path.read_text()) if schema_path.is_file() else None
     data = load_json(Path(directory) / "report.json", what="with-report", max_bytes=MAX_REPORT_BYTES,
                      schema=schema)
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):

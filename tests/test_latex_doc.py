@@ -27,14 +27,25 @@ def needs_tex(test):
     return pytest.mark.skipif(tex_engine() is None, reason=NO_TEX)(test)
 
 
-REPORT = {"schema_version": "1.0.0", "mode": "quick", "seed": 0, "passed": True,
-          "provenance": {"version": "0.1.0", "date": "2026-12-02T18:00:00+00:00",
-                         "git": {"commit": "0123456789abcdef0123456789abcdef01234567", "dirty": False}},
-          "familywise": {"alpha": 0.01, "n_checks": 3},
-          "claims": [{"name": "two_point", "passed": True, "estimate": 0.5658, "ci": [0.5562, 0.5753],
-                      "expected": 0.5681, "level": 0.999, "checks": [{}, {}, {}]},
-                     {"name": "kernel", "passed": False, "estimate": "inf", "ci": None, "expected": -1.5e-7,
-                      "level": 0.999, "checks": [{}]}]}
+def _report():
+    """A whole report.json (valid against the full schema, as `latex --with-report` demands), made
+    by the report's own code from two hand-made claim results: two_point passed, kernel failed."""
+    from sssn_verify.claims.base import ClaimResult
+    from sssn_verify.report import report_data
+    from sssn_verify.stats import CheckResult
+    from sssn_verify.verify import suite_of
+    tp = [CheckResult(f"two_point {i}", True, 0.5658, 0.0037, (0.5562, 0.5753), 0.5681, 0.999, 1000, pvalue=0.5)
+          for i in range(3)]
+    kern = [CheckResult("kernel", False, float("inf"), None, None, -1.5e-7, 0.999, 1)]
+    results = [ClaimResult("two_point", "Two-point motion", "s", "d", tp, "quick", 0, 0.999, 1.0),
+               ClaimResult("kernel", "Kernel", "s", "d", kern, "quick", 0, 0.999, 1.0)]
+    data = report_data(suite_of(results, "quick", 0))
+    data["provenance"].update(version="0.1.0", date="2026-12-02T18:00:00+00:00",
+                              git={"commit": "0123456789abcdef0123456789abcdef01234567", "dirty": False})
+    return data
+
+
+REPORT = _report()
 
 
 @pytest.fixture(scope="module")
