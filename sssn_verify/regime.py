@@ -2,21 +2,13 @@
 
 ``regime(params)`` returns k0, k1 (numeric kernel bridge), lambda_1, lambda_bar(beta) with
 its argmax, the edge value, C_att, the Lyapunov spectrum (d-1 values, descending) and the
-log-distance variance rate sigma^2 (``sync_time``), and two verdicts:
+log-distance variance rate sigma^2 (``sync_time``), the projective rates of odd fields, and the
+verdicts: ``synchronizes`` (lambda_1 < 0), ``dissipates`` (True when lambda_bar + C_att < 0,
+False when the rate near synchronization is > 0, None otherwise: the best rate then lies in
+``[rate_lower_bound, lambda_bar + C_att]``).  Non-finite numbers appear in ``to_dict()`` as the
+strings "inf"/"-inf" and nan as None, so that the JSON stays standard.
 
-* ``synchronizes``: ``lambda_1 < 0`` (True), ``> 0`` (False), undetermined (None) when
-  lambda_1 is 0 or undefined (phi with a jump in d = 3, where k1 = inf meets d - 3 = 0);
-* ``dissipates``: True when ``lambda_bar + C_att < 0`` (then
-  ``E[E_beta(mu_t)] <= exp((lambda_bar + C_att) t) E[E_beta(mu_0)]``);  False when
-  ``rate_lower_bound = lambda_edge - 2 lambda_min((V+V^T)/2) > 0``: for tokens in a small
-  cap around the worst direction the expected energy grows at that rate (attention adds
-  exactly -2 <V x, x> near synchronization, derived in symbolic/dissipation), so no uniform
-  exponential dissipation holds; None (undetermined) otherwise.  The true best rate lies in
-  ``[rate_lower_bound, lambda_bar + C_att]``.
-  (A research decision: "dissipation" means the uniform exponential bound of docs/mathematics.md, section 5.)
-
-Non-finite numbers (k1 = inf for jumps) appear in ``to_dict()`` as the strings "inf"/"-inf"
-and nan as None, so that the JSON stays standard.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.regime``.
 """
 from __future__ import annotations
 

@@ -6,24 +6,7 @@ phi is odd (phi(-u) + phi(u) simplifies to 0) and the bias vanishes (sigma_b = 0
 projective space, and the right energy is the projective one,
 ``E_proj = mean_{i,j} (1 - <x_i, x_j>^2)``.
 
-Method (nothing typed in):
-
-* From the two-point coefficients of ``two_point`` (d rho = b dt + sqrt(a) dB, noise part),
-  Itô's formula for ``r = rho^2`` (``two_point.ito_moments`` in the one coordinate rho) gives the
-  drift ``B_r`` and squared diffusion ``A_r`` of r.
-* Oddness: under rho -> -rho, K(rho) -> -K(rho) both are unchanged (checked), so the law of r is a
-  Markov diffusion with generator ``L g = B_r g' + A_r g''/2``; in r and ``G = rho K(rho)`` (even
-  in rho, a function of r) the coefficients are free of rho (substitution checked).
-* The rate for ``f = 1 - r``: ``L f / f = -B_r / (1 - r)``; ``lambda_bar_proj`` is its supremum
-  over r in [0, 1), i.e. over rho in [0, 1) (evenness).  Stable form: rho = 1 - u,
-  K = k0 - u q: ``B_r / u`` is a polynomial in (u, q) and ``1 - r = u (2 - u)``, so
-  ``L f / f = -(B_r/u) / (2 - u)`` (``numeric/rates.py`` evaluates it on u in (0, 1]).
-* Edge value (rho -> 1, K(1-u) = k0 - k1 u + c u^{1+alpha}): the limit of L f/f, compared with
-  ``dissipation.edge_rate`` (the same: near the diagonal 1 - rho^2 ~ 2 (1 - rho)).
-* Projective Lyapunov exponent: with v = 1 - r = sin^2(theta), theta the projective distance,
-  ``lambda_proj = (1/2) lim_{v -> 0} (drift_v / v - A_v / (2 v^2))`` from the projective
-  generator; compared with ``lyapunov.lambda1_tangent`` (the projective flow is locally the sphere
-  flow, so the two must agree: a check of the generator).
+More (moved from this docstring): docs/modules.md, ``sssn_verify.symbolic.projective``.
 """
 from __future__ import annotations
 
