@@ -1,7 +1,8 @@
 """Exception types: one per kind of bad input or failure.
 
 Every exception derives from :class:`SSSNError` so the CLI can turn any of
-them into a one-line message and exit code 2.
+them into a one-line message and exit code 2 (bad input), except
+:class:`NumericalError` (an internal numerical failure at valid input): exit code 4.
 """
 from __future__ import annotations
 
@@ -52,3 +53,15 @@ class ClaimError(SSSNError, ValueError):
 
 class MissingExtraError(SSSNError, ImportError):
     """An optional part was asked for but its extra is not installed (the message names it)."""
+
+
+class NonFiniteError(ParameterError):
+    """Data handed to a statistic holds NaN or infinite values (bad input to the statistics API; inside
+    a claim's checker, where the data are the toolkit's own, it becomes a :class:`NumericalError`)."""
+
+
+class NumericalError(SSSNError, ArithmeticError):
+    """A computation of the toolkit's own failed numerically (a non-finite estimate, a singular fit, an
+    exploding simulation) at valid input: not bad input.  The CLI reports it in one line with exit
+    code 4; ``verify`` reports such a point of an exploration in its table (verdict "error") and still
+    writes every finished result."""

@@ -452,6 +452,19 @@ def example_pvalue(result) -> float:
     return 1.0 if not ps else min(1.0, len(ps) * min(ps))
 
 
+def error_record(config: tuple, stage: str, key, level: float, exc: BaseException, *,
+                 failed_in: str = "screen") -> dict[str, Any]:
+    """An explored example whose run raised: verdict "error", the reason (the exception's type and
+    one-line message), ``error_kind`` "numerical" (:class:`~sssn_verify.errors.NumericalError`: the
+    toolkit's own numbers failed at valid parameters) or "internal" (anything else: a bug)."""
+    from .errors import NumericalError
+    reason = f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500]
+    return {"config": list(config), "stage": stage, "key": repr(key), "pvalue": None, "screen_level": level,
+            "rejected": False, "confirm_pvalue": None, "confirmed": False, "seconds": None,
+            "verdict": "error", "error": reason, "error_stage": failed_in,
+            "error_kind": "numerical" if isinstance(exc, NumericalError) else "internal"}
+
+
 def run_example(name: str, mode: str, seed, config: tuple, budget: dict | None = None,
                 formula: Any = None):
     """The exploration's unit of work: claim `name` checked at one configuration (pure)."""
@@ -477,12 +490,28 @@ class Exploration:
     fields: tuple = ()
 
     @property
+    def errors(self) -> list[dict[str, Any]]:
+        """The examples whose run raised (verdict "error"), with their parameters and reasons."""
+        return [x for x in self.examples if x.get("verdict") == "error"]
+
+    @property
+    def failed(self) -> bool:
+        """A confirmed counterexample was found."""
+        return self.counterexample is not None
+
+    @property
     def passed(self) -> bool:
-        return self.counterexample is None
+        """No counterexample and no point that failed to run."""
+        return self.counterexample is None and not self.errors
+
+    @property
+    def verdict(self) -> str:
+        return "FAIL" if self.failed else ("ERROR" if self.errors else "PASS")
 
     def to_dict(self) -> dict[str, Any]:
         from .stats import _jsonable
-        return _jsonable({"claim": self.claim, "passed": self.passed, "domain": self.domain,
+        return _jsonable({"claim": self.claim, "passed": self.passed, "verdict": self.verdict,
+                          "n_errors": len(self.errors), "domain": self.domain,
                           "fields": list(self.fields),
                           "examples": self.examples, "n_examples": len(self.examples),
                           "screen_level": self.screen_level, "confirm_level": self.confirm_level,
@@ -536,14 +565,25 @@ def explore_claim(name: str, n_examples: int, *, mode: str = "quick", seed: int 
         level = shrink_level / max_shrinks if shrinking else screen_level
         state["shrinks" if shrinking else "screens"] += 1
         s1 = example_key(seed, name, key, "screen")
-        r1 = run_example(name, mode, s1, key, budget, formula)
+        try:
+            r1 = run_example(name, mode, s1, key, budget, formula)
+        except Exception as exc:  # noqa: BLE001 - one point never abandons the run: it is reported
+            rec = error_record(key, "shrink" if shrinking else "screen", s1, level, exc)
+            cache[key] = rec
+            return rec
         p1 = example_pvalue(r1)
         rec = {"config": list(key), "stage": "shrink" if shrinking else "screen", "key": repr(s1),
                "pvalue": p1, "screen_level": level, "rejected": p1 < level, "confirm_pvalue": None,
                "confirmed": False, "seconds": round(r1.seconds, 3)}
         if rec["rejected"]:
             s2 = example_key(seed, name, key, "confirm")
-            r2 = run_example(name, mode, s2, key, {**(budget or {}), **bigger}, formula)
+            try:
+                r2 = run_example(name, mode, s2, key, {**(budget or {}), **bigger}, formula)
+            except Exception as exc:  # noqa: BLE001 - reported with the point, as in the screen
+                rec.update(error_record(key, rec["stage"], s1, level, exc, failed_in="confirmation"),
+                           pvalue=p1, rejected=True, confirm_key=repr(s2))
+                cache[key] = rec
+                return rec
             p2 = example_pvalue(r2)
             rec.update(confirm_key=repr(s2), confirm_pvalue=p2, confirmed=p2 < confirm_level,
                        seconds=round(r1.seconds + r2.seconds, 3),
@@ -603,6 +643,24 @@ class SuiteExploration:
         return all(e.passed for e in self.explorations)
 
     @property
+    def failed(self) -> bool:
+        """Some claim's exploration confirmed a counterexample."""
+        return any(e.failed for e in self.explorations)
+
+    @property
+    def errors(self) -> list[tuple[str, dict[str, Any]]]:
+        """(claim, example) of every explored point whose run raised."""
+        return [(e.claim, x) for e in self.explorations for x in e.errors]
+
+    def exit_code(self) -> int:
+        """The exploration's part of ``verify``'s exit code: 1 a counterexample, else 3 if a point raised a
+        non-numerical (internal) error, else 4 if a point failed numerically, else 0."""
+        if self.failed:
+            return 1
+        kinds = {x.get("error_kind") for _, x in self.errors}
+        return 3 if "internal" in kinds else (4 if kinds else 0)
+
+    @property
     def familywise_text(self) -> str:
         m = sum(e.n_requested for e in self.explorations)
         return (f"exploration: {m} planned examples screened at alpha/M = {self.alpha:g}/M each (Bonferroni; "
@@ -625,8 +683,15 @@ class SuiteExploration:
         lines = [f"{'claim':{w}s} {'examples':>8s} {'verdict':>8s}  minimal counterexample"]
         for e in self.explorations:
             c = e.counterexample
-            lines.append(f"{e.claim:{w}s} {len(e.examples):8d} {'PASS' if e.passed else 'FAIL':>8s}  "
+            lines.append(f"{e.claim:{w}s} {len(e.examples):8d} {e.verdict:>8s}  "
                          f"{'-' if c is None else tuple(c['shrunk'])}")
+            for x in e.errors:
+                names = e.fields if len(e.fields) == len(x["config"]) else range(len(x["config"]))
+                where = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                                  for k, v in zip(names, x["config"]))
+                from .escape import terminal
+                lines.append(f"{'':{w}s} {'':8s} {'error':>8s}  ({terminal(where)}) [{x['error_kind']}, "
+                             f"{x['error_stage']}] {terminal(x['error'])}")
         lines += [f"{name:{w}s} {'-':>8s} {'skipped':>8s}  ({why})" for name, why in self.skipped.items()]
         lines.append(self.familywise_text)
         return "\n".join(lines)

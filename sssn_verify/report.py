@@ -52,7 +52,7 @@ from .outputs import check_folder, write_atomic
 from .errors import OutputError
 from .stats import CheckResult, _jsonable
 
-SCHEMA_VERSION = "1.1.0"
+SCHEMA_VERSION = "1.2.0"
 
 # distributions whose versions go into the provenance block (None when not installed)
 LIBRARIES = ("numpy", "scipy", "sympy", "mpmath", "numba", "matplotlib", "POT", "tqdm", "hypothesis",
@@ -100,10 +100,42 @@ def power_cell(m) -> str:
     return "-" if m is None else f"{100 * float(m):.2g} %"
 
 
+#: what a claim row's 'detects' figure is (text table, markdown, HTML)
+DETECTS_TEXT = ("detects: the power of the check whose estimate the row shows, i.e. the smallest relative error "
+                "of the formula it rejects with probability 0.9 at its level (surely for a deterministic "
+                "check); '(weakest check)' when the check shown states none and the weakest stated power is "
+                "given instead; degenerate points (zero variance, vanishing quantities) state none")
+
+
 def claim_power(r) -> float | None:
-    """The smallest minimal detectable relative error over a claim's checks (None if none is known)."""
-    known = [c.min_detectable for c in r.checks if getattr(c, "min_detectable", None) is not None]
-    return min(known) if known else None
+    """A claim's headline minimal detectable relative error: that of the check whose estimate the row
+    shows, else the weakest stated one (``claims.base.headline_power``; None if no check states one)."""
+    from .claims.base import headline_power
+    return headline_power(r)[0]
+
+
+def claim_power_cell(r) -> str:
+    """The 'detects' cell of a claim's row: its headline power, marked when it is the weakest check's
+    (the check shown states none)."""
+    from .claims.base import headline_power
+    m, basis, _ = headline_power(r)
+    return power_cell(m) + (" (weakest check)" if basis == "weakest check" else "")
+
+
+def power_sentence(r, designed: str | None = None) -> str:
+    """The report's 'Power.' paragraph of a claim: the achieved headline power, which check it is
+    and why, then the design statement when the claim declares one (never '-')."""
+    from .claims.base import headline_power
+    m, basis, which = headline_power(r)
+    if m is None:
+        achieved = "no check states a relative power (every check is degenerate or has no relative scale)"
+    else:
+        achieved = (f"detects a relative error of the formula of {power_cell(m)} (probability "
+                    f"{next(c.power for c in r.checks if c.name == which):g} at its level), "
+                    + ("the power of the check whose estimate is shown" if basis == "headline check"
+                       else "the weakest of the checks that state a power (the check shown states none)")
+                    + f": {which}")
+    return achieved + (f". Design: {designed}" if designed else "")
 
 
 def process_seconds() -> float | None:
@@ -140,7 +172,7 @@ def table(suite) -> str:
         h = r.headline
         derived = r.derived if _kind(r) == "sympy" else f"(stated) {r.derived}"
         rows.append((r.name, _short(derived, 42), estimate_text(h), _fmt(h.expected),
-                     "PASS" if r.passed else "FAIL", power_cell(claim_power(r)), f"{r.seconds:.1f}s"))
+                     "PASS" if r.passed else "FAIL", claim_power_cell(r), f"{r.seconds:.1f}s"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for j, row in enumerate(rows):
@@ -154,8 +186,7 @@ def table(suite) -> str:
                  + ("" if wall is None else f", {wall:.1f}s wall time so far (start-up included)")
                  + f" (mode {suite.mode}, seed {suite.seed})")
     lines.append(suite.familywise_text)
-    lines.append("detects: the smallest relative error of the formula that one of the claim's checks rejects "
-                 "(probability 0.9 at its level; surely for deterministic checks)")
+    lines.append(DETECTS_TEXT)
     for name, why in getattr(suite, "unavailable", {}).items():
         lines.append(f"not run: {name} ({_short(why, 80)})")
     return "\n".join(lines)
@@ -330,10 +361,9 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
         h = r.headline
         lab = "" if _kind(r) == "sympy" else "(stated) "
         lines.append(f"| {r.name} | {lab}`{_cell(_short(r.derived, 60))}` | {estimate_text(h)} | "
-                     f"{_fmt(h.expected)} | {'PASS' if r.passed else 'FAIL'} | {power_cell(claim_power(r))} | "
+                     f"{_fmt(h.expected)} | {'PASS' if r.passed else 'FAIL'} | {claim_power_cell(r)} | "
                      f"{r.seconds:.1f}s |")
-    lines += ["", "*detects*: the smallest relative error of the formula that one of the claim's checks "
-                  "rejects, with probability 0.9 at its level (surely, for a deterministic check)."]
+    lines += ["", f"*detects*: {DETECTS_TEXT[len('detects: '):]}."]
     for name, why in getattr(suite, "unavailable", {}).items():
         lines.append(f"\nNot run: `{name}` ({why}).")
     by_name = {c["name"]: c for c in data["claims"]}
@@ -343,7 +373,7 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
                   _derived_md(r), "",
                   f"**Statistic.** {c.get('statistic') or '-'}", "",
                   f"**Tolerance policy.** {c.get('tolerance') or '-'}", "",
-                  f"**Power.** {(c.get('power') or {}).get('designed') or '-'}", "",
+                  f"**Power.** {_escape_md(power_sentence(r, (c.get('power') or {}).get('designed')))}", "",
                   f"Confidence level of each check {r.level}; budget:", ""] + kv_table_md(r.budget or {}) + [""]
         if c.get("configuration"):
             lines += ["Checker configuration:", ""] + kv_table_md(c["configuration"]) + [""]
@@ -467,8 +497,10 @@ def kv_table_md(data: dict) -> list[str]:
 
 
 def exploration_worth_showing(res) -> bool:
-    """An exploration gets its section when some claim was explored at MIN_EXPLORATION_POINTS or more."""
-    return res is not None and any(len(e.examples) >= MIN_EXPLORATION_POINTS for e in res.explorations)
+    """An exploration gets its section when some claim was explored at MIN_EXPLORATION_POINTS or more, or
+    some explored point failed to run (its parameters and reason are always shown)."""
+    return res is not None and any(len(e.examples) >= MIN_EXPLORATION_POINTS or getattr(e, "errors", None)
+                                   for e in res.explorations)
 
 
 def _wall_text(timing) -> str:
@@ -528,8 +560,9 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
         h.append(f'<tr><td><a href="#{_e(r.name)}">{_e(r.name)}</a></td><td>{result_html(r, short=True)}</td>'
                  f"<td>{_e(estimate_text(hd))}</td>"
                  f"<td>{_e(_fmt(hd.expected))}</td><td>{_verdict_html(r.passed)}</td>"
-                 f"<td>{_e(power_cell(claim_power(r)))}</td><td>{r.seconds:.1f} s</td></tr>")
+                 f"<td>{_e(claim_power_cell(r))}</td><td>{r.seconds:.1f} s</td></tr>")
     h.append("</table>")
+    h.append(f"<p><em>detects</em>: {_e(DETECTS_TEXT[len('detects: '):])}.</p>")
     for name, why in getattr(suite, "unavailable", {}).items():
         h.append(f"<p>Not run: <code>{_e(name)}</code> ({_e(why)}).</p>")
     by_name = {c["name"]: c for c in data["claims"]}
@@ -541,7 +574,7 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
                f"</strong> {result_html(r)}</div>"),
               f"<p><strong>Statistic.</strong> {_e(c.get('statistic') or '-')}</p>",
               f"<p><strong>Tolerance policy.</strong> {_e(c.get('tolerance') or '-')}</p>",
-              f"<p><strong>Power.</strong> {_e((c.get('power') or {}).get('designed') or '-')}</p>",
+              f"<p><strong>Power.</strong> {_e(power_sentence(r, (c.get('power') or {}).get('designed')))}</p>",
               f"<p>Confidence level of each check {_e(r.level)}.</p>"]
         if r.budget:
             h.append(kv_table_html(r.budget, f"Budget ({suite.mode} mode): samples, paths and sizes of the checks"))
@@ -791,7 +824,7 @@ def exploration_figures(res, directory) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    colours = {"passed": "tab:green", "not confirmed": "tab:orange", "failed": "tab:red"}
+    colours = {"passed": "tab:green", "not confirmed": "tab:orange", "failed": "tab:red", "error": "black"}
     paths = []
     for e in res.explorations:
         rows = [x for x in e.examples if "verdict" in x]
@@ -830,8 +863,12 @@ def _explore_fields(e, config) -> str:
 def _explore_rows(e) -> list[tuple[str, ...]]:
     def p(x):
         return "-" if x is None else f"{x:.3g}"
+    def verdict(x):
+        if x.get("verdict") != "error":
+            return x["verdict"]
+        return f"error ({x.get('error_kind', 'internal')}, {x.get('error_stage', 'screen')}): {x.get('error', '')}"
     return [(x["stage"], _explore_fields(e, x["config"]), p(x["pvalue"]), p(x["screen_level"]), p(x.get("confirm_pvalue")),
-             x["verdict"]) for x in e.examples]
+             verdict(x)) for x in e.examples]
 
 
 def exploration_markdown(res) -> str:
@@ -840,7 +877,7 @@ def exploration_markdown(res) -> str:
     lines = ["", "## Exploration (hypothesis-drawn parameters)", "", res.familywise_text + ".", ""]
     for e in res.explorations:
         c = e.counterexample
-        lines += [f"### {e.claim}: {'PASS' if e.passed else 'FAIL'}", "",
+        lines += [f"### {e.claim}: {e.verdict}", "",
                   f"Domain: `{e.domain}`; {len(e.examples)} examples ({e.n_requested} requested), "
                   f"{e.seconds:.1f} s.", ""]
         if c is not None:
@@ -848,7 +885,8 @@ def exploration_markdown(res) -> str:
                       f"(first found: `{_explore_fields(e, c['first'])}`).", ""]
         lines += ["| stage | parameters | p-value | screen level | confirmation p | verdict |",
                   "| --- | --- | --- | --- | --- | --- |"]
-        lines += ["| " + " | ".join(r) + " |" for r in _explore_rows(e)]
+        lines += ["| " + " | ".join(r[:-1] + (_cell(_escape_md(r[-1])) if r[-1].startswith("error") else r[-1],))
+                  + " |" for r in _explore_rows(e)]
         f = res.figure_files.get(e.claim)
         if f:
             lines += ["", f"![{e.claim}: explored parameters by verdict]({f['png']}) ([PDF]({f['pdf']}))"]
@@ -863,7 +901,8 @@ def exploration_html(res) -> str:
     h = ["<h2>Exploration (hypothesis-drawn parameters)</h2>", f"<p>{_e(res.familywise_text)}.</p>"]
     for e in res.explorations:
         c = e.counterexample
-        h += [f"<h3>{_e(e.claim)}: {_verdict_html(e.passed)}</h3>",
+        h += [f"<h3>{_e(e.claim)}: " + (_verdict_html(e.passed) if e.verdict != "ERROR" else
+                                        '<span class="fail">ERROR</span>') + "</h3>",
               f"<p>Domain: <code>{_e(e.domain)}</code>; {len(e.examples)} examples ({e.n_requested} requested), "
               f"{e.seconds:.1f} s.</p>"]
         if c is not None:

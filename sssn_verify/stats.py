@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats as _st
 
-from .errors import ParameterError
+from .errors import NonFiniteError, ParameterError
 from .numeric.rng import as_key
 from .params import check_int, check_real
 
@@ -45,7 +45,7 @@ def _as_sample(x, name: str = "sample", minimum: int = 2) -> np.ndarray:
     if arr.size < minimum:
         raise ParameterError(name, f"{arr.size} values", f"needs at least {minimum} values")
     if not np.all(np.isfinite(arr)):
-        raise ParameterError(name, "<non-finite values>", "all values must be finite")
+        raise NonFiniteError(name, "<non-finite values>", "all values must be finite")
     return arr
 
 
@@ -199,12 +199,43 @@ def min_detectable(stderr: float, expected: float, level: float, *, tol: float =
     expected, stderr = float(expected), float(stderr)
     if not (math.isfinite(expected) and expected != 0.0 and math.isfinite(stderr)):
         return None
+    if power_degeneracy(stderr, expected, tol) is not None:
+        return None
     alpha = (1.0 - level) / max(1, int(tests))
     if _check_alternative(alternative) == "two-sided":
         alpha /= 2
     dist = _st.norm if df is None or not math.isfinite(df) else _st.t(df)
     m = float((tol + (dist.isf(alpha) + dist.ppf(power)) * stderr) / abs(expected))
     return m if math.isfinite(m) else None
+
+
+#: a standard error below this fraction of |expected| is rounding noise: the point has zero variance
+ZERO_VARIANCE_REL = 1e-9
+#: |expected| below this fraction of (stderr + tolerance): the quantity vanishes at the point
+VANISHING_REL = 1e-6
+
+
+def power_degeneracy(stderr, expected, tol: float = 0.0) -> str | None:
+    """Why a test at a point states no relative power (None: it does).
+
+    A *degenerate* point is excluded from every power figure (its ``min_detectable`` is None, the reason
+    in ``details["power_note"]``), so that it never makes a check or a claim look stronger than the
+    test it shows: the quantity vanishes there (``expected`` is 0, or below ``VANISHING_REL`` times
+    the test's resolution: an odd kernel at rho = 0), or the estimate has zero variance and the test
+    no tolerance (``stderr <= ZERO_VARIANCE_REL |expected|``: the identity activation's k1, a start at
+    a fixed point; the stated power would be rounding noise).  A zero-variance point judged within a
+    tolerance is a deterministic test: its power ``tol / |expected|`` is kept."""
+    if expected is None or stderr is None:
+        return "no expected value or no standard error"
+    e, s = float(expected), float(stderr)
+    if not (math.isfinite(e) and math.isfinite(s)):
+        return "non-finite expected value or standard error"
+    tol = float(tol or 0.0)
+    if e == 0.0 or abs(e) <= VANISHING_REL * (s + tol):
+        return "the quantity vanishes at this point (no relative scale)"
+    if tol == 0.0 and s <= ZERO_VARIANCE_REL * abs(e):
+        return "zero variance at this point (the estimate is exact up to rounding): deterministic, no power stated"
+    return None
 
 
 def power_text(check: "CheckResult") -> str:
@@ -246,6 +277,8 @@ def agreement_test(name: str, estimate: float, stderr: float, expected: float, *
     alternative = _check_alternative(alternative)
     estimate = float(estimate)
     expected = float(expected)
+    if not math.isfinite(float(stderr)):
+        raise NonFiniteError("stderr", "<non-finite value>", "a standard error must be finite")
     stderr = check_real("stderr", stderr, 0.0)
     tol = check_real("abs_tol", abs_tol, 0.0) + check_real("rel_tol", rel_tol, 0.0) * abs(expected)
     diff = estimate - expected
@@ -261,11 +294,15 @@ def agreement_test(name: str, estimate: float, stderr: float, expected: float, *
         stat = excess / stderr
     p = _pvalue(stat, alternative, df)
     ci = normal_ci(estimate, stderr, level) if df is None else t_ci(estimate, stderr, df, level)
+    details = dict(details or {})
+    note = power_degeneracy(stderr, expected, tol)
+    if note is not None:
+        details.setdefault("power_note", note)
     return CheckResult(name=name, passed=bool(p >= 1.0 - level), estimate=estimate, stderr=stderr,
                        ci=ci, expected=expected, level=level, n=int(n), seed=seed, pvalue=p,
                        statistic=float(stat), tolerance=tol, alternative=alternative,
                        method=method or ("z-test" if df is None else f"t-test (df={df:g})"),
-                       details=dict(details or {}),
+                       details=details,
                        min_detectable=min_detectable(stderr, expected, level, tol=tol,
                                                      alternative=alternative, df=df))
 
@@ -297,7 +334,8 @@ def deterministic_check(name: str, value: float, expected: float, *, tol: float,
     ok = bool(abs(value - expected) <= tol) if math.isfinite(value) and math.isfinite(expected) \
         else bool(value == expected)
     err = tol if error is None else float(error)
-    mde = tol / abs(expected) if math.isfinite(expected) and expected != 0.0 and math.isfinite(tol) else None
+    mde = tol / abs(expected) if (math.isfinite(expected) and math.isfinite(tol)
+                                  and abs(expected) > VANISHING_REL * tol and expected != 0.0) else None
     return CheckResult(name=name, passed=ok, estimate=value, stderr=err,
                        ci=(value - err, value + err), expected=expected, level=level, n=int(n),
                        tolerance=tol, method=method, details=dict(details or {}),
@@ -340,7 +378,7 @@ def linear_fit(x, y, *, sigma=None, level: float = 0.95, method: str = "ols",
     level = _check_level(level)
     w = np.ones_like(x) if sigma is None else 1.0 / np.square(_as_sample(sigma, "sigma", x.size))
     if not np.all(np.isfinite(w)):
-        raise ParameterError("sigma", "<zero or non-finite>", "standard errors must be > 0")
+        raise NonFiniteError("sigma", "<zero or non-finite>", "standard errors must be > 0")
 
     def fit(xx, yy, ww):
         X = np.column_stack([np.ones_like(xx), xx])
@@ -405,7 +443,9 @@ def path_bootstrap_loglog_slope(x, samples, *, level: float = 0.95, n_boot: int 
     s = np.asarray(samples, dtype=float)
     if s.ndim != 2 or s.shape[1] != x.size or s.shape[0] < 2:
         raise ParameterError("samples", f"shape {s.shape}", f"must be (paths >= 2, {x.size})")
-    if not np.all(np.isfinite(s)) or np.any(x <= 0):
+    if not np.all(np.isfinite(s)):
+        raise NonFiniteError("samples", "<non-finite values>", "all values must be finite")
+    if np.any(x <= 0):
         raise ParameterError("samples", "<array>", "values must be finite and x positive")
     lx = np.log(x)
     X = np.column_stack([np.ones_like(lx), lx])
@@ -495,7 +535,7 @@ def familywise_bound(alphas: Sequence[float]) -> float:
 
 
 __all__ = [
-    "CheckResult", "Verdict", "POWER", "min_detectable", "power_text", "MeanEstimate", "SlopeFit", "normal_ci", "t_ci", "mean_ci",
+    "CheckResult", "Verdict", "POWER", "min_detectable", "power_degeneracy", "power_text", "MeanEstimate", "SlopeFit", "normal_ci", "t_ci", "mean_ci",
     "batch_means", "agreement_test", "z_test", "t_test", "deterministic_check", "linear_fit",
     "loglog_slope", "path_bootstrap_loglog_slope", "slope_test", "bonferroni", "holm", "holm_adjusted", "familywise_bound",
 ]

@@ -13,38 +13,65 @@ from ..stats import CheckResult, linear_fit, min_detectable, path_bootstrap_logl
 EDGE_START = 1e-10          # u0 = 1 - rho0 of a two-token Monte Carlo when the sup is the edge limit
 
 
+def _shown(parts: Sequence[CheckResult], mdes: Sequence[float | None], order: Sequence[int],
+           passed: bool) -> tuple[int, float | None, str]:
+    """Which sub-test a combined check shows, its power and the power's basis.
+
+    `order` ranks the parts worst first.  A failing check shows its worst part.  A passing one shows
+    the worst part with a stated power (a degenerate part, see ``stats.power_degeneracy``, is never
+    shown while a powered one exists, and never lends its power).  The check's ``min_detectable`` is
+    that of the shown part ("shown point"); if the shown part has none, the weakest (largest) of the
+    parts' ("weakest point"); None if no part states one."""
+    powered = [i for i in order if mdes[i] is not None]
+    shown = order[0] if (not passed or not powered) else powered[0]
+    if mdes[shown] is not None:
+        return shown, mdes[shown], "shown point"
+    if powered:
+        return shown, max(mdes[i] for i in powered), "weakest point"
+    return shown, None, "no point states a power"
+
+
 def combine(name: str, parts: Sequence[CheckResult], level: float, *, method: str = "",
             details: dict[str, Any] | None = None) -> CheckResult:
     """One check out of several sub-tests: Bonferroni ``p = min(1, k min p_i)``.
 
-    The reported estimate/CI/expected are those of the sub-test with the smallest
-    p-value (the worst agreement); every sub-test is listed in ``details['points']``.
-    Valid under any dependence between the sub-tests.  Power: each sub-test's minimal
-    detectable relative error at level ``1 - (1 - level)/k``; the combined check's is the
-    smallest of them (a formula off by that much everywhere is rejected by that sub-test).
+    Every sub-test is listed in ``details['points']`` with its minimal detectable relative error at
+    level ``1 - (1 - level)/k`` (None at a degenerate point: ``stats.power_degeneracy``).  The
+    reported estimate/CI/expected are those of the sub-test with the smallest p-value (the worst
+    agreement) among those with a stated power (the worst overall when the check fails), and the
+    check's power is that shown sub-test's (``details['power_basis']``; see :func:`_shown`): the
+    stated power is the power of the test whose interval is shown, never a degenerate point's.
+    Valid under any dependence between the sub-tests.
     """
     parts = list(parts)
     k = len(parts)
-    worst = min(parts, key=lambda c: c.pvalue if c.pvalue is not None else 1.0)
     p = min(1.0, k * min(c.pvalue for c in parts))
+    passed = bool(p >= 1.0 - level)
     mdes = [min_detectable(c.stderr, c.expected, level, tol=c.tolerance, alternative=c.alternative,
                            tests=k) for c in parts]
+    order = sorted(range(k), key=lambda i: parts[i].pvalue if parts[i].pvalue is not None else 1.0)
+    worst = parts[order[0]]
+    i_shown, mde, basis = _shown(parts, mdes, order, passed)
+    shown = parts[i_shown]
     pts = [{"name": c.name, "estimate": c.estimate, "stderr": c.stderr, "expected": c.expected,
-            "pvalue": c.pvalue, "tolerance": c.tolerance, "min_detectable": m} for c, m in zip(parts, mdes)]
-    known = [m for m in mdes if m is not None]
-    return CheckResult(name=name, passed=bool(p >= 1.0 - level), estimate=worst.estimate,
-                       stderr=worst.stderr, ci=worst.ci, expected=worst.expected, level=level,
-                       n=sum(c.n for c in parts), seed=worst.seed, pvalue=p,
-                       statistic=worst.statistic, tolerance=worst.tolerance,
-                       alternative=worst.alternative,
-                       method=method or f"Bonferroni over {k} sub-tests ({worst.method})",
-                       details={"worst": worst.name, "points": pts, **(details or {})},
-                       min_detectable=min(known) if known else None)
+            "pvalue": c.pvalue, "tolerance": c.tolerance, "min_detectable": m,
+            **({"power_note": c.details["power_note"]} if m is None and "power_note" in c.details else {})}
+           for c, m in zip(parts, mdes)]
+    return CheckResult(name=name, passed=passed, estimate=shown.estimate,
+                       stderr=shown.stderr, ci=shown.ci, expected=shown.expected, level=level,
+                       n=sum(c.n for c in parts), seed=shown.seed, pvalue=p,
+                       statistic=shown.statistic, tolerance=shown.tolerance,
+                       alternative=shown.alternative,
+                       method=method or f"Bonferroni over {k} sub-tests ({shown.method})",
+                       details={"worst": worst.name, "shown": shown.name, "power_basis": basis,
+                                "points": pts, **(details or {})},
+                       min_detectable=mde)
 
 
 def all_deterministic(name: str, parts: Sequence[CheckResult], *, method: str = "",
                       details: dict[str, Any] | None = None) -> CheckResult:
-    """One deterministic check that passes iff every part passes; shows the worst part."""
+    """One deterministic check that passes iff every part passes; shows the worst part (with a stated
+    power, while the check passes) and states that part's power (see :func:`_shown`)."""
     parts = list(parts)
 
     def badness(c: CheckResult) -> float:
@@ -52,15 +79,19 @@ def all_deterministic(name: str, parts: Sequence[CheckResult], *, method: str = 
             return 0.0 if c.passed else math.inf
         return abs(c.estimate - c.expected) / max(c.tolerance, 1e-300)
 
-    worst = max(parts, key=badness)
+    passed = all(c.passed for c in parts)
+    order = sorted(range(len(parts)), key=lambda i: -badness(parts[i]))
+    mdes = [c.min_detectable for c in parts]
+    i_shown, mde, basis = _shown(parts, mdes, order, passed)
+    worst, shown = parts[order[0]], parts[i_shown]
     pts = [{"name": c.name, "estimate": c.estimate, "expected": c.expected, "tolerance": c.tolerance,
             "passed": c.passed, "min_detectable": c.min_detectable} for c in parts]
-    known = [c.min_detectable for c in parts if c.min_detectable is not None]
-    return CheckResult(name=name, passed=all(c.passed for c in parts), estimate=worst.estimate,
-                       stderr=worst.stderr, ci=worst.ci, expected=worst.expected, level=worst.level,
-                       n=len(parts), tolerance=worst.tolerance, method=method or worst.method,
-                       details={"worst": worst.name, "points": pts, **(details or {})},
-                       min_detectable=min(known) if known else None, power=1.0)
+    return CheckResult(name=name, passed=passed, estimate=shown.estimate,
+                       stderr=shown.stderr, ci=shown.ci, expected=shown.expected, level=shown.level,
+                       n=len(parts), tolerance=shown.tolerance, method=method or shown.method,
+                       details={"worst": worst.name, "shown": shown.name, "power_basis": basis,
+                                "points": pts, **(details or {})},
+                       min_detectable=mde, power=1.0)
 
 
 def configs(budget: dict, anchors: Sequence, n_key: str = "n_configs") -> Sequence:

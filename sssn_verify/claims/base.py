@@ -26,12 +26,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..errors import ClaimError, ParameterError
+import numpy as np
+
+from ..errors import ClaimError, NonFiniteError, NumericalError, ParameterError, SimulationError
 from ..numeric.rng import Key, as_key
 from ..params import check_real
 from ..stats import CheckResult, _jsonable
 
 MODES = ("quick", "full")
+#: what a checker may raise when its own numbers fail (non-finite samples handed to a statistic, an
+#: exploding simulation, a singular fit, a floating-point trap): :meth:`Claim.run` re-raises them as
+#: :class:`~sssn_verify.errors.NumericalError` (an internal failure, never "bad input")
+NUMERICAL_FAILURES = (NonFiniteError, SimulationError, ArithmeticError, np.linalg.LinAlgError)
 
 Checker = Callable[[Any, dict, Key, float], list[CheckResult]]
 
@@ -77,7 +83,7 @@ class ClaimResult:
         return _jsonable({
             "name": self.name, "title": self.title, "statement": self.statement,
             "derived": self.derived, "derived_kind": self.derived_kind, "passed": self.passed,
-            "estimate": h.estimate, "stderr": h.stderr,
+            "headline": h.name, "estimate": h.estimate, "stderr": h.stderr,
             "ci": None if h.ci is None else list(h.ci), "expected": h.expected,
             "level": self.level, "mode": self.mode, "seed": self.seed,
             "seconds": round(self.seconds, 3), "budget": self.budget, "notes": self.notes,
@@ -87,14 +93,30 @@ class ClaimResult:
         })
 
     def power_summary(self) -> dict[str, Any]:
-        """The claim's power: its design statement and, per check, the smallest relative error of
-        the formula it rejects (with probability ``power`` at its level; deterministic checks:
-        surely); ``min_detectable`` is the smallest over the checks (a formula off by that much
-        is rejected by at least that check)."""
+        """The claim's power: its design statement, per check the smallest relative error of the
+        formula it rejects (with probability ``power`` at its level; deterministic checks: surely),
+        and the claim's headline ``min_detectable``: that of the check whose estimate the claim shows
+        (:attr:`headline`; ``basis`` "headline check"), or, when that check states none, the weakest
+        (largest) of the checks that do (``basis`` "weakest check"); ``check`` names it.  Never the
+        smallest over the checks: a claim is no stronger than the test it shows."""
         per = {c.name: {"min_detectable": c.min_detectable, "power": c.power} for c in self.checks}
-        known = [c.min_detectable for c in self.checks if c.min_detectable is not None]
-        return {"designed": self.power, "min_detectable": min(known) if known else None,
+        mde, basis, which = headline_power(self)
+        return {"designed": self.power, "min_detectable": mde, "basis": basis, "check": which,
                 "checks": per}
+
+
+def headline_power(result: "ClaimResult") -> tuple[float | None, str, str | None]:
+    """(min_detectable, basis, check name) of a claim result: see :meth:`ClaimResult.power_summary`."""
+    if not result.checks:
+        return None, "no checks", None
+    h = result.headline
+    if h.min_detectable is not None:
+        return h.min_detectable, "headline check", h.name
+    powered = [c for c in result.checks if c.min_detectable is not None]
+    if powered:
+        weakest = max(powered, key=lambda c: c.min_detectable)
+        return weakest.min_detectable, "weakest check", weakest.name
+    return None, "no check states a power", None
 
 
 @dataclass(frozen=True)
@@ -213,7 +235,14 @@ class Claim:
         b.update(budget or {})
         t0 = time.perf_counter()
         predicted = self.formula() if formula is None else formula
-        checks = self.checker(predicted, b, key, lvl)
+        try:
+            checks = self.checker(predicted, b, key, lvl)
+        except NumericalError:
+            raise
+        except NUMERICAL_FAILURES as exc:   # the toolkit's own numbers at valid input: not bad input
+            where = f" at {tuple(b['configs'])}" if "configs" in b else ""
+            raise NumericalError(f"claim {self.name} ({mode}, seed {key.seed}){where}: numerical failure: "
+                                 f"{type(exc).__name__}: {exc}") from exc
         try:
             derived = self.derived()
         except Exception as exc:  # the derivation itself is checked by its own tests

@@ -3,7 +3,9 @@
 Every sub-command lives in its own module of this package and exposes
 ``register(subparsers)``; the module adds its parser and sets ``func``.
 Any :class:`~sssn_verify.errors.SSSNError` (bad input, blow-up) becomes a
-one-line message on stderr and exit code 2; Ctrl-C exits 130 with one line (SIGTERM and
+one-line message on stderr and exit code 2, but a
+:class:`~sssn_verify.errors.NumericalError` (the toolkit's own numbers failed at valid input) exit
+code 4; Ctrl-C exits 130 with one line (SIGTERM and
 SIGHUP: 128 + the signal's number, with one line); a
 closed pipe (``| head``) ends quietly; any other exception is a bug: one line
 asking for a report, the traceback saved to a file, exit code 3
@@ -18,7 +20,7 @@ import pkgutil
 import sys
 import warnings
 
-from ..errors import SSSNError
+from ..errors import NumericalError, SSSNError
 from ..escape import terminal
 
 _NOT_COMMANDS = {"common"}
@@ -134,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None = None) -> int:
     """Run one sub-command.  Exit codes: 0 success (or a passing check), 1 a failed
     verification/rejected candidate, 2 bad input (one line on stderr), 3 an internal
-    error (one line, traceback saved to a file), 130 interrupted."""
+    error (one line, traceback saved to a file), 4 an internal numerical failure at valid input
+    (one line; ``verify`` still writes every finished result), 130 interrupted."""
     # figures are written with Agg whatever MPLBACKEND says (a bogus value would stop matplotlib's import)
     os.environ["MPLBACKEND"] = "Agg"
     try:
@@ -158,6 +161,10 @@ def _main(argv: list[str] | None = None) -> int:
         code = int(args.func(args) or 0)
         sys.stdout.flush()
         return code
+    except NumericalError as exc:        # an internal numerical failure, not bad input
+        msg = terminal(" ".join(str(exc).split()))
+        print(f"{name}: numerical failure (not an input error; please report it): {msg}", file=sys.stderr)
+        return 4
     except SSSNError as exc:
         msg = terminal(" ".join(str(exc).split()))  # always one line, no control characters
         print(f"{name}: error: {msg}", file=sys.stderr)

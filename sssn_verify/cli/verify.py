@@ -110,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
                   f"{len(paths.get('figures', []))} figures as PNG and PDF"
                   f"{', summary.pdf' if paths.get('summary') else ''}; exploration.json)")
     sys.stdout.flush()
-    return 0 if suite.passed and exploration.passed else 1
+    # 1: a claim or an exploration failed; else 3/4: an explored point raised an internal/numerical error
+    return 1 if not suite.passed else exploration.exit_code()
 
 
 def _announce_eta(mode: str, claims) -> None:

@@ -1,0 +1,145 @@
+"""Stated power = achieved power (issue 27, deliverable 4).
+
+* a check's ``min_detectable`` is that of the test it shows (the sub-test whose estimate and interval
+  it reports), never a degenerate point's (zero variance, a vanishing quantity);
+* a claim's headline power is that of the check whose estimate it shows, else the weakest stated one,
+  and says which (``power.basis``, ``power.check``), in the JSON and in the report's text;
+* on real claims at quick budgets: a claim's ``min_detectable`` is never below its headline check's, and
+  no check's is below a third of the relative half-width of its own interval;
+* an error of exactly the stated ``min_detectable`` injected into a claim's formula is rejected at a rate
+  of about 0.9 over seeds.
+"""
+import math
+
+import numpy as np
+import pytest
+
+from sssn_verify.claims import CLAIMS
+from sssn_verify.claims._util import all_deterministic, combine
+from sssn_verify.claims.base import ClaimResult, headline_power
+from sssn_verify.stats import (POWER, agreement_test, deterministic_check, min_detectable,
+                               power_degeneracy)
+
+LEVEL = 0.999
+
+
+# ----------------------------------------------------------------------------- degenerate points
+def test_degenerate_points_state_no_power():
+    # zero variance and no tolerance: the stated power would be rounding noise
+    assert power_degeneracy(1e-18, 0.5) is not None and min_detectable(1e-18, 0.5, LEVEL) is None
+    c = agreement_test("identity k1", 0.5, 1e-18, 0.5, level=LEVEL, n=100)
+    assert c.passed and c.min_detectable is None and "zero variance" in c.details["power_note"]
+    # zero variance judged within a tolerance: a deterministic test, its power tol / |expected| kept
+    assert min_detectable(0.0, 0.5, LEVEL, tol=0.005) == pytest.approx(0.01)
+    # a quantity that vanishes at the point (an odd kernel at rho = 0): no relative scale
+    assert min_detectable(1e-3, 1e-17, LEVEL) is None and min_detectable(1e-3, 0.0, LEVEL) is None
+    assert "vanishes" in agreement_test("K(0)", 2e-4, 1e-3, 1e-17, level=LEVEL, n=10).details["power_note"]
+    assert deterministic_check("K(0) quad", 1e-17, 1e-17, tol=1e-9).min_detectable is None
+    # an ordinary point keeps its power
+    assert power_degeneracy(0.01, 2.0) is None and min_detectable(0.01, 2.0, LEVEL) > 0
+
+
+# ----------------------------------------------------------------------------- a combined check
+def _rel_half_width(c):
+    return (c.ci[1] - c.ci[0]) / 2 / abs(c.expected)
+
+
+def test_combined_check_states_the_power_of_the_point_it_shows():
+    good = agreement_test("wide", 1.02, 0.02, 1.0, level=LEVEL, n=10)          # +-6 %, the worst p
+    sharp = agreement_test("sharp", 2.0, 2e-5, 2.0, level=LEVEL, n=10)         # +-0.003 %
+    flat = agreement_test("zero variance", 0.5, 1e-18, 0.5, level=LEVEL, n=10)  # degenerate
+    c = combine("three", [sharp, good, flat], LEVEL)
+    assert c.passed and c.details["shown"] == "wide" and c.details["power_basis"] == "shown point"
+    assert c.estimate == good.estimate and c.ci == good.ci
+    assert c.min_detectable == pytest.approx(min_detectable(0.02, 1.0, LEVEL, tests=3))
+    assert c.min_detectable >= _rel_half_width(c) / 3          # the acceptance inequality
+    assert [p["min_detectable"] is None for p in c.details["points"]] == [False, False, True]
+    assert "zero variance" in c.details["points"][2]["power_note"]
+    # a degenerate point with the smallest p-value is not shown while the check passes
+    odd = agreement_test("odd kernel at 0", 2.5e-3, 1e-3, 0.0, level=LEVEL, n=10)      # z = 2.5
+    c = combine("with a vanishing point", [odd, sharp], LEVEL)
+    assert c.passed and c.details["worst"] == "odd kernel at 0" and c.details["shown"] == "sharp"
+    assert c.min_detectable == pytest.approx(min_detectable(2e-5, 2.0, LEVEL, tests=2))
+    # a failing check shows its failing point; the power of a degenerate shown point: the weakest point's
+    bad = agreement_test("bad", 1e-2, 1e-3, 0.0, level=LEVEL, n=10)
+    c = combine("failing", [bad, good, sharp], LEVEL)
+    assert not c.passed and c.details["shown"] == "bad" and c.details["power_basis"] == "weakest point"
+    assert c.min_detectable == pytest.approx(min_detectable(0.02, 1.0, LEVEL, tests=3))
+    # no point states a power
+    c = combine("all degenerate", [flat], LEVEL)
+    assert c.min_detectable is None and c.details["power_basis"] == "no point states a power"
+
+
+def test_all_deterministic_states_the_shown_parts_power():
+    loose = deterministic_check("loose", 1.0 + 4e-4, 1.0, tol=1e-3)
+    tight = deterministic_check("tight", 2.0, 2.0, tol=1e-9)
+    c = all_deterministic("both", [tight, loose])
+    assert c.passed and c.details["shown"] == "loose" and c.min_detectable == pytest.approx(1e-3)
+
+
+# ----------------------------------------------------------------------------- a claim's headline power
+def _result(checks):
+    return ClaimResult("c", "t", "s", "d", checks, "quick", 0, LEVEL, 0.0)
+
+
+def test_claim_headline_power_is_the_shown_checks_or_the_weakest():
+    strong = agreement_test("strong", 2.0, 1e-4, 2.0, level=LEVEL, n=10)
+    weak = agreement_test("weak", 1.0, 0.05, 1.0, level=LEVEL, n=10)
+    exact = deterministic_check("exact algebra", 1.0, 1.0, tol=0.0)
+    r = _result([exact, weak, strong])               # headline: the first statistical check
+    assert r.headline.name == "weak"
+    p = r.to_dict()["power"]
+    assert p["min_detectable"] == weak.min_detectable and p["basis"] == "headline check" and p["check"] == "weak"
+    assert r.to_dict()["headline"] == "weak"
+    # the shown check states no power: the weakest stated one, said so
+    flat = agreement_test("flat", 0.5, 1e-18, 0.5, level=LEVEL, n=10)
+    r = _result([flat, strong, weak])
+    assert headline_power(r) == (weak.min_detectable, "weakest check", "weak")
+    from sssn_verify.report import claim_power_cell, power_sentence
+    assert "(weakest check)" in claim_power_cell(r)
+    assert "weakest of the checks" in power_sentence(r) and "weak" in power_sentence(r)
+    assert power_sentence(_result([flat])).startswith("no check states")
+
+
+def test_no_claim_section_says_power_dash():
+    from sssn_verify.report import power_sentence
+    c = agreement_test("k", 1.0, 0.01, 1.0, level=LEVEL, n=10)
+    for name in CLAIMS:
+        text = power_sentence(_result([c]), CLAIMS[name].power or None)
+        assert text and text != "-" and "detects a relative error" in text
+
+
+# ----------------------------------------------------------------------------- acceptance on real claims
+def power_violations(data: dict) -> list[str]:
+    """The acceptance inequalities on a suite's JSON (verify --json, report.json)."""
+    bad = []
+    for claim in data["claims"]:
+        checks = {c["name"]: c for c in claim["checks"]}
+        shown = checks[claim["headline"]]
+        m = claim["power"]["min_detectable"]
+        if shown["min_detectable"] is not None and (m is None or m < shown["min_detectable"] * (1 - 1e-12)):
+            bad.append(f"{claim['name']}: claim min_detectable {m} < its headline check's {shown['min_detectable']}")
+        if m is None and any(c["min_detectable"] is not None for c in claim["checks"]):
+            bad.append(f"{claim['name']}: no headline power although a check states one")
+        for c in claim["checks"]:
+            if c["min_detectable"] is None or c["ci"] is None or c["expected"] in (None, 0):
+                continue
+            lo, hi = c["ci"]
+            if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in (lo, hi, c["expected"])):
+                continue
+            rel = (hi - lo) / 2 / abs(c["expected"])
+            if c["min_detectable"] < rel / 3:
+                bad.append(f"{claim['name']} / {c['name']}: min_detectable {c['min_detectable']:.3g} < "
+                           f"relative half-width {rel:.3g} / 3")
+    return bad
+
+
+def test_power_violations_finds_the_old_minimum_over_checks():
+    strong = agreement_test("strong", 2.0, 1e-6, 2.0, level=LEVEL, n=10).to_dict()
+    weak = agreement_test("weak", 1.0, 0.05, 1.0, level=LEVEL, n=10).to_dict()
+    data = {"claims": [{"name": "c", "headline": "weak", "checks": [weak, strong],
+                        "power": {"min_detectable": strong["min_detectable"]}}]}
+    assert power_violations(data) and "headline" in power_violations(data)[0]
+    weak["min_detectable"] = 1e-9
+    data["claims"][0]["power"]["min_detectable"] = 1e-9
+    assert any("half-width" in v for v in power_violations(data))
