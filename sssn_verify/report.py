@@ -128,7 +128,13 @@ def power_sentence(r, designed: str | None = None) -> str:
     from .claims.base import headline_power
     m, basis, which = headline_power(r)
     if m is None:
-        achieved = "no check states a relative power (every check is degenerate or has no relative scale)"
+        achieved = "no check states a relative power (every check is degenerate, a sign test or has no relative scale)"
+        shown = [r.headline] if r.checks else []
+        stated = {k[len("min_detectable_"):].replace("_", " "): v for c in shown for k, v in c.details.items()
+                  if k.startswith("min_detectable_") and isinstance(v, (int, float))}
+        if stated:
+            achieved += "; the check shown detects, with probability 0.9: " + ", ".join(
+                f"{k} {v:.2g}" for k, v in stated.items())
     else:
         achieved = (f"detects a relative error of the formula of {power_cell(m)} (probability "
                     f"{next(c.power for c in r.checks if c.name == which):g} at its level), "

@@ -323,11 +323,14 @@ def t_test(name: str, sample, expected: float, *, level: float = 0.999, seed=Non
 
 def deterministic_check(name: str, value: float, expected: float, *, tol: float,
                         level: float = 1.0 - 1e-12, n: int = 1, method: str = "quadrature",
-                        error: float | None = None, details: dict | None = None) -> CheckResult:
+                        error: float | None = None, details: dict | None = None,
+                        truth: bool = False) -> CheckResult:
     """Pass iff ``|value - expected| <= tol`` (quadrature or exact algebra: no p-value).
 
     ``error`` is the stated numerical error of ``value`` (reported as its stderr);
     ``level`` is nominal (deterministic checks do not enter the family-wise count).
+    ``truth=True``: value and expected are truth values (1.0/0.0: a sign, a region); such a check
+    has no relative power (a formula off by a small factor has the same sign), so it states none.
     """
     tol = check_real("tol", tol, 0.0)
     value, expected = float(value), float(expected)
@@ -336,9 +339,13 @@ def deterministic_check(name: str, value: float, expected: float, *, tol: float,
     err = tol if error is None else float(error)
     mde = tol / abs(expected) if (math.isfinite(expected) and math.isfinite(tol)
                                   and abs(expected) > VANISHING_REL * tol and expected != 0.0) else None
+    details = dict(details or {})
+    if truth:
+        mde = None
+        details.setdefault("power_note", "a truth-value (sign) check: no relative power")
     return CheckResult(name=name, passed=ok, estimate=value, stderr=err,
                        ci=(value - err, value + err), expected=expected, level=level, n=int(n),
-                       tolerance=tol, method=method, details=dict(details or {}),
+                       tolerance=tol, method=method, details=details,
                        min_detectable=mde, power=1.0)
 
 

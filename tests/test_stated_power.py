@@ -143,3 +143,66 @@ def test_power_violations_finds_the_old_minimum_over_checks():
     weak["min_detectable"] = 1e-9
     data["claims"][0]["power"]["min_detectable"] = 1e-9
     assert any("half-width" in v for v in power_violations(data))
+
+
+def test_cheap_claims_meet_the_acceptance_inequalities_at_quick_budget():
+    # the cheap claims whole at their quick budgets (the rest: the lead's verify --quick --json); ~15 s
+    from sssn_verify.verify import verify
+    suite = verify("quick", ["kernel", "two_point", "attention_bound", "metastability", "coercivity"], seed=0)
+    data = suite.to_dict()
+    assert power_violations(data) == []
+    for claim in data["claims"]:
+        assert claim["power"]["basis"] in ("headline check", "weakest check", "no check states a power")
+    by = {c["name"]: c for c in data["claims"]}
+    # the kernel claim used to state 1e-7 % (the identity's zero-variance k1) next to a +-5 % interval
+    k = by["kernel"]
+    assert k["power"]["min_detectable"] > 1e-3 and k["power"]["basis"] == "headline check"
+
+
+# ----------------------------------------------------------------------------- injected errors
+def _scaled_lyapunov(factor):
+    f = CLAIMS["lyapunov"].formula()
+    return lambda d, k0, k1: factor * f(d, k0, k1)
+
+
+# the one-step check of lambda_1 at its first configuration only (relu d = 9): one z-test, ~0.06 s a seed;
+# measured: stated power 2.4 %, rejection rates 0.88 (+) and 0.87 (-) over seeds 1-100
+LYAP_ONE = {"n_configs": 0, "n_one_step": 1, "one_step_paths": 20_000}
+INJECT_SEEDS = range(1, 101)
+
+
+def test_an_error_of_the_stated_power_is_rejected_about_nine_times_in_ten():
+    claim = CLAIMS["lyapunov"]
+    stated = claim.run("quick", 0, budget=LYAP_ONE)
+    p = stated.power_summary()
+    assert stated.passed and p["basis"] == "headline check" and len(stated.checks) == 1
+    m = p["min_detectable"]
+    assert 0.01 < m < 0.05, m
+    rates = {}
+    for sign in (+1, -1):
+        formula = _scaled_lyapunov(1 + sign * m)
+        rejected = [not claim.run("quick", s, budget=LYAP_ONE, formula=formula).checks[0].passed
+                    for s in INJECT_SEEDS]
+        rates[sign] = float(np.mean(rejected))
+    assert all(0.8 <= r <= 0.97 for r in rates.values()), rates
+    assert 0.84 <= np.mean(list(rates.values())) <= 0.95, rates    # 200 runs: 0.9 +- 2.1 s.e.
+
+
+def test_attention_bound_states_the_error_its_deterministic_checks_reject():
+    from dataclasses import replace
+    claim = CLAIMS["attention_bound"]
+    res = claim.run("quick", 0)
+    bound = next(c for c in res.checks if c.name.startswith("|d(1-rho)/dt|"))
+    sharp = next(c for c in res.checks if c.name.startswith("sharpness"))
+    assert res.passed and bound.min_detectable > 0 and sharp.min_detectable == pytest.approx(1e-5, rel=1e-4)
+    f = claim.formula()
+
+    def passed(check, factor):
+        g = replace(f, pair=lambda b, Q, K, V: factor * f.pair(b, Q, K, V))
+        return next(c for c in claim.run("quick", 0, formula=g).checks if c.name == check.name).passed
+
+    # the bound: C_att too small by just over its stated power is rejected, by half of it not
+    assert not passed(bound, 1 - 1.01 * bound.min_detectable) and passed(bound, 1 - 0.5 * bound.min_detectable)
+    # sharpness: either way just over its power rejected; too large by half of it not
+    assert not passed(sharp, 1 + 1.01 * sharp.min_detectable) and not passed(sharp, 1 - 1.01 * sharp.min_detectable)
+    assert passed(sharp, 1 + 0.5 * sharp.min_detectable)

@@ -29,6 +29,7 @@ beta term fails check 1 (the ratio exceeds ``2 S_V`` for beta >= 3), and a zero 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -160,14 +161,24 @@ def check(formula, budget: dict, seed: int, level: float):
         passed=bool(worst <= 1 + ROUNDING), estimate=float(worst), stderr=0.0, ci=None, expected=1.0,
         level=level, n=n_bound, seed=seed, tolerance=ROUNDING, alternative="less",
         method="exact attention derivative (numeric/attention.pair_rates), max over configurations",
-        details={"worst": worst_at})
+        details={"worst": worst_at,
+                 "power_note": "a formula for C_att too small by a relative 1 - max ratio or more is rejected "
+                               "surely (only that direction: the sharpness check sees the other)"},
+        # a C_att (1 - delta) makes the worst ratio worst / (1 - delta) > 1 + ROUNDING iff delta > 1 - worst
+        min_detectable=max(0.0, float(1.0 - worst + ROUNDING)) if math.isfinite(worst) else None, power=1.0)
     s_min = min(s["ratio_over_C"] for s in sharp)
     s_max = max(s["ratio_over_C"] for s in sharp)
     sharpness = CheckResult(
         name="sharpness at beta = 0, V_h = -v_h I, two tokens 1 - rho = 5e-7: ratio / C_att -> 1",
         passed=bool(s_min >= 1 - SHARP_TOL and s_max <= 1 + ROUNDING), estimate=float(s_min), stderr=0.0,
         ci=None, expected=1.0, level=level, n=len(sharp), seed=seed, tolerance=SHARP_TOL,
-        method="exact attention derivative; derived ratio (1 + rho)/2 of C_att", details={"points": sharp})
+        method="exact attention derivative; derived ratio (1 + rho)/2 of C_att",
+        details={"points": sharp, "power_note": "C_att off by a relative SHARP_TOL or more, either way, is rejected "
+                                                "surely: too large takes the ratio below 1 - SHARP_TOL, too small "
+                                                "above 1"},
+        # C_att (1 + delta): s_min / (1 + delta) < 1 - SHARP_TOL once delta > SHARP_TOL / (1 - SHARP_TOL) (the
+        # larger direction; C_att (1 - delta) exceeds 1 + ROUNDING from delta ~ 1 - s_max on)
+        min_detectable=SHARP_TOL / (1.0 - SHARP_TOL), power=1.0)
     zero_ok = all(z["C_att"] == 0.0 and z["max_dE_over_E"] <= ROUNDING for z in zero_cases)
     energy = CheckResult(
         name="dE_beta/dt|_att <= C_att E_beta (random Q, K, V; V_h = v_h I with generic Q, K) and C_att = 0 "

@@ -86,14 +86,14 @@ def check(formula: Characterization, budget: dict, seed: int, level: float):
         if abs(lb) > max(1e-6, 4 * err):
             edge, full = predicted(formula, act, d, sw, sb, 1.0, beta)
             det.append(deterministic_check(f"{act} d={d} sw={sw} sb={sb} beta={beta}", float(full),
-                                           float(lb < 0), tol=0.0,
+                                           float(lb < 0), tol=0.0, truth=True,
                                            method="characterization vs sign of the exact layer's sup of Lf/f",
                                            details={"lambda_bar_layer": lb, "argmax_rho": arg}))
         limit, lerr = edge_ratio(kf, d, beta)
         if abs(limit) > max(1e-4 * (kf.k0 + kf.k1), 4 * lerr):
             edge, _ = predicted(formula, act, d, sw, sb, 1.0, beta)
             det.append(deterministic_check(f"{act} d={d} sw={sw} sb={sb} beta={beta}: edge",
-                                           float(edge), float(limit < 0), tol=0.0,
+                                           float(edge), float(limit < 0), tol=0.0, truth=True,
                                            method="moment condition vs sign of the exact layer's Lf/f at rho -> 1"))
     checks = [all_deterministic("moment characterization vs sign of the exact layer's sup of Lf/f", det,
                                 method="deterministic (layer map second differences, quadrature kernel)")] \

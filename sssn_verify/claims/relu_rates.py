@@ -111,11 +111,11 @@ def check(formula: ReluRates, budget: dict, seed: int, level: float):
         if abs(edge) <= max(4 * err, 1e-9 * (k0 + k1)):
             continue
         sign.append(deterministic_check(f"d={d} sb/sw={t}: lambda_edge < 0", float(formula.region(d, t)),
-                                        float(edge < 0), tol=0.0, method="sign of the exact layer's edge rate"))
+                                        float(edge < 0), tol=0.0, truth=True, method="sign of the exact layer's edge rate"))
         l1, l1err = _layer_lambda1(d, 1.0, t, 1.0)
         if abs(l1) > 4 * l1err:
             sign.append(deterministic_check(f"d={d} sb/sw={t}: lambda_1 < 0",
-                                            float(formula.lambda1(d, 1.0, t, 1.0) < 0), float(l1 < 0), tol=0.0,
+                                            float(formula.lambda1(d, 1.0, t, 1.0) < 0), float(l1 < 0), tol=0.0, truth=True,
                                             method="sign of the exact layer's log-distance drift"))
     if sign:
         checks.append(all_deterministic("sign pattern: lambda_1 < 0 always; lambda_edge < 0 iff d > 3 and "
