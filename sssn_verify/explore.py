@@ -440,7 +440,8 @@ def domain_text(strategy) -> str:
             parts.append(f"{name} in {{{', '.join(v)}}}" if len(v) > 1 else f"{name} = {v[0]}")
         else:
             parts.append(f"{name} = {v[0]:g}" if v[0] == v[1] else f"{name} in [{v[0]:g}, {v[1]:g}]")
-    return "; ".join(parts)
+    excluded = getattr(strategy, "excluded", None)
+    return "; ".join(parts) + (f"; excluding where {excluded}" if excluded else "")
 
 
 def example_pvalue(result) -> float:

@@ -43,11 +43,14 @@ def activations(names=CLOSED_FORM_ACTIVATIONS + QUADRATURE_ACTIVATIONS):
     return st.sampled_from(names)
 
 
-def claim_configs(**fields):
+def claim_configs(*, where=None, **fields):
     """A claim's domain: tuples of its configuration fields, in the order given.
 
     Each field is a tuple of choices (strings: ``sampled_from``, simplest first), an
     ``(low, high)`` pair of ints (``integers``) or of floats (``floats``, finite).
+    ``where=(predicate, reason)`` declares the part of the box where the claim is not meant to hold
+    or its evidence does not exist: configurations failing ``predicate(config)`` are never drawn, and
+    ``reason`` (recorded as ``strategy.excluded``) says why, beside the ranges (``explore.domain_text``).
     """
     parts = []
     for name, spec in fields.items():
@@ -62,8 +65,14 @@ def claim_configs(**fields):
         else:
             raise ValueError(f"cannot make a strategy of field {name}={spec!r}")
     strategy = st.tuples(*parts)
+    excluded = None
+    if where is not None:
+        predicate, excluded = where
+        strategy = strategy.filter(predicate)
+        strategy.predicate = predicate      # the corners and designs of a search must satisfy it too
     strategy.fields = tuple(fields)        # names of the tuple's entries (tables, figures)
     strategy.spec = dict(fields)           # the ranges, for searches over some of the fields
+    strategy.excluded = excluded           # why part of the box is left out (None: nothing is)
     return strategy
 
 

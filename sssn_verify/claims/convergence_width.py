@@ -58,8 +58,9 @@ def _asymptotic(config) -> bool:
 
 # where it is explored: ReLU (one compiled kernel), moderate noise and dimension
 DOMAIN = claim_configs(activation=("relu",), d=(2, 6), sigma_w=(0.5, 1.25), sigma_b=(0.0, 1.0),
-                       sigma_a=(0.2, 0.7)).filter(_asymptotic)
-DOMAIN.fields = ("activation", "d", "sigma_w", "sigma_b", "sigma_a")
+                       sigma_a=(0.2, 0.7),
+                       where=(_asymptotic, "total noise k0 d T above MAX_NOISE (outside the asymptotic regime of "
+                                           "the O(1/m) rate at this depth)"))
 
 
 def derived_formula() -> float:
