@@ -72,19 +72,22 @@ def axis_values(name: str, range=None, resolution: int = DEFAULT_RESOLUTION) -> 
     return np.linspace(lo, hi, resolution)
 
 
-def phase_grid(activation, x: str, y: str, xs, ys, base: dict):
-    """(lambda_1, lambda_bar) arrays of shape (len(ys), len(xs)); `base` fixes the other parameters."""
-    frame = phase_frame(activation, x, y, xs, ys, base)
+def phase_grid(activation, x: str, y: str, xs, ys, base: dict, hidden=()):
+    """(lambda_1, lambda_bar) arrays of shape (len(ys), len(xs)); `base` fixes the other parameters,
+    `hidden` (ModelParams.hidden) the deep block's hidden layers after the first at every point."""
+    frame = phase_frame(activation, x, y, xs, ys, base, hidden)
     shape = (len(ys), len(xs))
     return (frame["lambda1"].to_numpy().reshape(shape), frame["lambda_bar"].to_numpy().reshape(shape))
 
 
-def phase_frame(activation, x: str, y: str, xs, ys, base: dict):
+def phase_frame(activation, x: str, y: str, xs, ys, base: dict, hidden=()):
     """The grid as ``sv.scan``'s DataFrame (attention off), one row per point, x varying fastest
-    (rows in the order of ``numpy.meshgrid(xs, ys)`` flattened)."""
+    (rows in the order of ``numpy.meshgrid(xs, ys)`` flattened); the axes sigma_w, sigma_b are the
+    first layer's, `hidden` the same at every point."""
     from .scan import AXES as SCAN_AXES, scan
     kwargs = {k: v for k, v in dict(DEFAULT_BASE, **base).items() if k not in (x, y)}
-    kwargs.update({x: np.asarray(xs), y: np.asarray(ys), "activation": activation, "attention_scale": 0.0})
+    kwargs.update({x: np.asarray(xs), y: np.asarray(ys), "activation": activation, "attention_scale": 0.0,
+                   "hidden": hidden})
     frame = scan(**kwargs)
     if SCAN_AXES.index(x) < SCAN_AXES.index(y):      # scan's product has its own axis order: y fastest here
         order = np.arange(len(frame)).reshape(len(xs), len(ys)).T.ravel()
@@ -92,22 +95,25 @@ def phase_frame(activation, x: str, y: str, xs, ys, base: dict):
     return frame
 
 
-def sign_regions(activation, x: str, y: str, xs, ys, base: dict) -> np.ndarray:
+def sign_regions(activation, x: str, y: str, xs, ys, base: dict, hidden=()) -> np.ndarray:
     """Region code per grid point: 1{lambda_1 < 0} + 2 * 1{lambda_bar < 0} (3 = both negative).
 
     Cached on (activation, axes, grids, the non-axis entries of `base`), so moving the point
     that is not an axis does not recompute the grid; the returned array is read-only.
     """
     from .activations import get_activation
+    from .params import check_hidden, hidden_spec
     fixed = tuple(sorted((k, float(v)) for k, v in base.items() if k not in (x, y)))
     return _sign_regions_cached(get_activation(activation).name, x, y, tuple(float(v) for v in xs),
-                                tuple(float(v) for v in ys), fixed)
+                                tuple(float(v) for v in ys), fixed, hidden_spec(check_hidden(hidden)))
 
 
 @lru_cache(maxsize=32)
-def _sign_regions_cached(name, x, y, xs, ys, fixed):
+def _sign_regions_cached(name, x, y, xs, ys, fixed, hidden_text=""):
+    from .params import check_hidden
     base = dict(fixed, **{x: xs[0], y: ys[0]})
-    lam1, lbar = phase_grid(name, x, y, np.array(xs), np.array(ys), base)
+    hidden = check_hidden(tuple(h for h in hidden_text.split("; ") if h))
+    lam1, lbar = phase_grid(name, x, y, np.array(xs), np.array(ys), base, hidden)
     code = (lam1 < 0).astype(int) + 2 * (lbar < 0).astype(int)
     code.setflags(write=False)
     return code
@@ -161,7 +167,7 @@ def phase_diagram_figure(params: ModelParams, x: str = "d", y: str = "sigma_b", 
     base = _checked_base(x, y, {k: getattr(params, k) for k in AXES})
     xs = axis_values(x) if xs is None else np.asarray(xs)
     ys = axis_values(y) if ys is None else np.asarray(ys)
-    code = sign_regions(act, x, y, xs, ys, base)
+    code = sign_regions(act, x, y, xs, ys, base, params.hidden)
 
     if ax is None:
         import matplotlib.pyplot as plt
@@ -173,8 +179,8 @@ def phase_diagram_figure(params: ModelParams, x: str = "d", y: str = "sigma_b", 
         ax.pcolormesh(xs, ys, code, cmap=ListedColormap(REGION_COLORS), vmin=-0.5, vmax=3.5, shading="nearest")
         handles = [Patch(color=c, label=lab) for c, lab in zip(REGION_COLORS, REGION_LABELS)]
     else:
-        handles = _draw_values(ax, values, xs, ys, phase_grid(act, x, y, xs, ys, base)[VALUES.index(values) - 1])
-    if act.name == "relu" and "sigma_b" in (x, y):
+        handles = _draw_values(ax, values, xs, ys, phase_grid(act, x, y, xs, ys, base, params.hidden)[VALUES.index(values) - 1])
+    if act.name == "relu" and "sigma_b" in (x, y) and not params.hidden:   # the one-layer ReLU boundary
         line = _relu_boundary(ax, x, y, xs, ys, base)
         if line is not None:
             handles.append(line)
@@ -189,6 +195,9 @@ def phase_diagram_figure(params: ModelParams, x: str = "d", y: str = "sigma_b", 
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     fixed = ", ".join(f"{k}={v:g}" for k, v in base.items() if k not in (x, y))
+    if params.hidden:
+        from .params import hidden_spec
+        fixed += f"; hidden {hidden_spec(params.hidden)}"
     what = "sign regions of lambda_1 and lambda_bar" if values == "signs" else values
     ax.set_title(plot_text(f"{act.name}: {what} ({fixed})"), fontsize=9)
     if empirical is None:
@@ -225,7 +234,7 @@ CONFIRM_BUDGET = {"paths": 1000, "depth": 32, "horizon": 1.0, "gap0": 1e-4}
 CONFIRM_LEVEL = 0.99
 
 
-def confirm_cell(activation: str, point: dict, budget: dict, seed) -> dict:
+def confirm_cell(activation: str, point: dict, budget: dict, seed, hidden=()) -> dict:
     """Monte Carlo at one parameter point (a task: pure, plain arguments in and out).
 
     Returns the tangent-flow lambda_1 and the near-synchronization energy rate, each as
@@ -236,10 +245,10 @@ def confirm_cell(activation: str, point: dict, budget: dict, seed) -> dict:
     from .numeric.rates import lambda1, lambda_bar_from_kernel, lambda_edge
     from .params import ModelParams
     d = int(point["d"])
-    kf = kernel(activation, point["sigma_w"], point["sigma_b"], point["sigma_a"])
+    kf = kernel(activation, point["sigma_w"], point["sigma_b"], point["sigma_a"], hidden=hidden)
     p = ModelParams(d=d, activation=activation, sigma_w=point["sigma_w"], sigma_b=point["sigma_b"],
                     sigma_a=point["sigma_a"], beta=point["beta"], V=0.0, n_tokens=1,
-                    horizon=float(budget["horizon"]))
+                    horizon=float(budget["horizon"]), hidden=hidden)
     L, P = int(budget["depth"]), int(budget["paths"])
     tan = lyapunov_tangent(p, model="gaussian", depth=L, n_paths=P, seed=seed)
     u0 = float(budget["gap0"])
@@ -340,13 +349,17 @@ class EmpiricalPhase:
 
 
 def confirm_grid(activation, x: str, y: str, xs, ys, base: dict | None = None, *, budget: dict | None = None,
-                 seed=0, level: float = CONFIRM_LEVEL, executor=None, progress: bool = False) -> EmpiricalPhase:
+                 seed=0, level: float = CONFIRM_LEVEL, executor=None, progress: bool = False,
+                 hidden=()) -> EmpiricalPhase:
     """The empirical phase diagram: :func:`confirm_cell` at every (x, y) of the grid, one task per
-    cell on `executor` (None: in-process; a worker count, an address, a Client, an Executor)."""
+    cell on `executor` (None: in-process; a worker count, an address, a Client, an Executor);
+    `hidden` (ModelParams.hidden) the deep block's hidden layers at every cell."""
     from .activations import get_activation
     from .executor import Task, using
     from .numeric.rng import as_key
+    from .params import check_hidden
     act = get_activation(activation)
+    hidden = check_hidden(hidden)
     base = _checked_base(x, y, base)
     b = dict(CONFIRM_BUDGET, **(budget or {}))
     unknown = set(b) - set(CONFIRM_BUDGET)
@@ -366,7 +379,7 @@ def confirm_grid(activation, x: str, y: str, xs, ys, base: dict | None = None, *
             pt = dict(base, **{x: float(xv), y: float(yv)})
             pt["d"] = int(pt["d"])
             tasks.append(Task(f"{x}={xv:g},{y}={yv:g}", confirm_cell,
-                              (act.name, pt, b, key.child(j, i))))
+                              (act.name, pt, b, key.child(j, i), hidden)))
     with using(executor) as ex:
         outs = ex.run(tasks, desc="phase-diagram --confirm", progress=progress)
         info = ex.describe()

@@ -68,11 +68,12 @@ def derived_formula() -> float:
     return -1.0
 
 
-def width_errors(config, budget: dict, seed: int):
-    """(widths, samples (P, K)): per path max_l max_i |x_i^{l,m} - x_i^{l,inf}|^2 for each width."""
+def width_errors(config, budget: dict, seed: int, hidden=()):
+    """(widths, samples (P, K)): per path max_l max_i |x_i^{l,m} - x_i^{l,inf}|^2 for each width;
+    `hidden` (ModelParams.hidden) makes the block deep (every hidden layer of width m, nested)."""
     act, d, sw, sb, sa = config
     p = ModelParams(d=int(d), activation=act, sigma_w=float(sw), sigma_b=float(sb), sigma_a=float(sa),
-                    **FIXED)
+                    hidden=hidden, **FIXED)
     widths = tuple(int(m) for m in budget["widths"])
     res = simulate_coupled(p, int(budget["depth"]), widths + (math.inf,), n_paths=int(budget["paths"]),
                            seed=seed, progress=False)

@@ -22,7 +22,7 @@ from ..executor import add_cli_options
 from ..outputs import output_path, write_atomic
 from ..phase_diagram import (AXES, BOTH_NEGATIVE, CONFIRM_BUDGET, CONFIRM_LEVEL, VALUES, axis_values, confirm_grid,
                              phase_diagram_figure, phase_frame, sign_regions)
-from .common import add_format_options, add_kernel_options, epilog, print_frame, print_json, refuse_hidden
+from .common import add_format_options, add_kernel_options, epilog, hidden_from_args, print_frame, print_json
 
 EXAMPLES = [
     "sssn-verify phase-diagram --activation relu --x d --y sigma_b --values lambda_bar --out relu.png",
@@ -78,8 +78,8 @@ def _headless_backend() -> None:
 def run(args) -> int:
     from ..activations import get_activation
 
-    refuse_hidden(args, "phase-diagram")
     act = get_activation(args.activation)
+    hidden = hidden_from_args(args)
     if args.x == args.y:
         raise ParameterError("y", args.y, "must differ from --x")
     res = check_int("resolution", args.resolution, 2)
@@ -94,7 +94,7 @@ def run(args) -> int:
     if args.out is None and (fmt == "text" or args.confirm):
         raise ParameterError("out", None, "give --out FILE (.png, .pdf, .svg), or --format csv|json for the grid")
     if args.out is None:
-        print_frame(phase_frame(act, args.x, args.y, xs, ys, base), fmt)
+        print_frame(phase_frame(act, args.x, args.y, xs, ys, base, hidden), fmt)
         return 0
     out, note = output_path(args.out, extensions=(".png", ".pdf", ".svg"), default_ext=".png", what="--out")
     _headless_backend()
@@ -105,13 +105,13 @@ def run(args) -> int:
         budget = dict(paths=args.paths, depth=args.depth)
         with from_cli(args) as ex:
             emp = confirm_grid(act, args.x, args.y, xs, ys, base, budget=budget, seed=args.seed,
-                               level=args.level, executor=ex, progress=not args.no_progress)
+                               level=args.level, executor=ex, progress=not args.no_progress, hidden=hidden)
     fig = phase_diagram_figure(activation=act, x=args.x, y=args.y, xs=xs, ys=ys, empirical=emp, values=args.values,
-                               **base)
+                               hidden=hidden, **base)
     kind = out.suffix.lower().lstrip(".")
     write_atomic(out, lambda fh: fig.savefig(fh, format=kind, dpi=120), what="--out")
     plt.close(fig)
-    code = sign_regions(act, args.x, args.y, xs, ys, base)   # cached by the figure
+    code = sign_regions(act, args.x, args.y, xs, ys, base, hidden)   # cached by the figure
     if note:
         print(note, file=sys.stderr)
     if fmt != "text" and emp is not None:
@@ -121,7 +121,7 @@ def run(args) -> int:
             print_json(d)
             return 0
     if fmt != "text":
-        print_frame(phase_frame(act, args.x, args.y, xs, ys, base), fmt)
+        print_frame(phase_frame(act, args.x, args.y, xs, ys, base, hidden), fmt)
         return 0
     print(f"wrote {terminal(out)}: {int(np.sum(code == BOTH_NEGATIVE))}/{code.size} grid points with both rates negative")
     if emp is not None:

@@ -284,8 +284,23 @@ def _announce_compile() -> None:
               "(`sssn-verify warmup` does it ahead of time)", file=sys.stderr, flush=True)
 
 
+def _hidden_source(hidden) -> tuple[list, str]:
+    """(import lines, source) of ``hidden_phi(layer, u)`` / ``hidden_dphi(layer, u)``: hidden layer
+    `layer`'s activation of the stack `hidden` (a tuple of Activations; one branch per layer, the
+    identity past the end, which the models never reach)."""
+    lines, body = [], ""
+    for which in ("phi", "dphi"):
+        branches = ""
+        for layer, act in enumerate(hidden):
+            fn = act.numba_pair[0 if which == "phi" else 1]
+            lines.append(f"_h{layer}_{which} = sys.modules[{fn.py_func.__module__!r}].{which}")
+            branches += f"    if layer == {layer}:\n        return _h{layer}_{which}(u)\n"
+        body += (f"@njit(cache=True)\ndef hidden_{which}(layer, u):\n{branches}    return u\n\n\n")
+    return lines, body
+
+
 @lru_cache(maxsize=None)
-def compiled(driver, model, activation=None, level=None):
+def compiled(driver, model, activation=None, level=None, hidden=()):
     """The parallel kernel ``driver(n_paths, *args)`` of `driver` bound to `model`.
 
     `driver` names one of :data:`DRIVERS` or is a per-path function of another module (an
@@ -294,7 +309,11 @@ def compiled(driver, model, activation=None, level=None):
     `model` (and, for the ladder, the coarse `level` model) are ``numeric.models.Model``
     entries; `activation` supplies ``phi``/``dphi`` to the model functions listed in
     ``model.uses_activation`` (their source is copied into the generated module, where
-    ``phi`` and ``dphi`` are globals).
+    ``phi`` and ``dphi`` are globals).  `hidden` (a tuple of Activations, a deep block's hidden
+    layers after the first) supplies ``hidden_phi(layer, u)``/``hidden_dphi(layer, u)`` to the
+    same functions: one generated module per (activation, stack).  A name of
+    ``uses_activation`` that starts with "_" is a helper of the model functions and is copied
+    under its own name.
     """
     from .. import bridge, outputs
     fn = DRIVERS[driver] if isinstance(driver, str) else driver
@@ -321,8 +340,11 @@ def compiled(driver, model, activation=None, level=None):
                          "if not k.startswith('__')})")
             lines.append(f"phi = sys.modules[{phi.py_func.__module__!r}].phi")
             lines.append(f"dphi = sys.modules[{dphi.py_func.__module__!r}].dphi")
+            hidden_lines, hidden_body = _hidden_source(hidden)
+            lines.extend(hidden_lines)
+            body += hidden_body
             for name in m.uses_activation:
-                body += _source(getattr(mod, name), f"{prefix}_{name}")
+                body += _source(getattr(mod, name), name if name.startswith("_") else f"{prefix}_{name}")
                 copied.add(name)
         for name in ("work", "evaluate", "noise", "advance", "tangent_work", "tangent_step"):
             if name not in copied and hasattr(mod, name):

@@ -276,7 +276,7 @@ def tangent_layer(model: str, params, h: float, n_paths: int, key, *, n_vectors:
     from ..params import check_int, check_real
     from . import attention
     from .driver import compiled
-    from .models import MODELS
+    from .models import MODELS, hidden_activations
     from .rng import as_key
     h = check_real("h", h, 0.0, strict=True)
     P = check_int("n_paths", n_paths, 2)
@@ -301,7 +301,8 @@ def tangent_layer(model: str, params, h: float, n_paths: int, key, *, n_vectors:
     m2 = np.zeros((nb, len(names)))
     cm = np.zeros((nb, len(base), len(base)))
     status = np.zeros((nb, 2), dtype=np.int64)
-    kern = compiled(tangent_block, m, p.activation if m.uses_activation else None)
+    kern = (compiled(tangent_block, m, p.activation, None, hidden_activations(p)) if m.uses_activation
+            else compiled(tangent_block, m))
     kern(nb, P, key.path_states(nb), p.d, k, bool(qr), hs, richardson_weights(nl), consts, attention.operands(p),
          DEFAULT_RTOL, mean, m2, cm, status)
     if np.any(status[:, 0] != 0):

@@ -58,7 +58,14 @@ class Model:
     def kernel(self, driver: str, params, level: "Model | None" = None):
         """The compiled parallel kernel of `driver` ("simulate", "tangent", "ladder")."""
         from ..driver import compiled
-        return compiled(driver, self, params.activation if self.uses_activation else None, level)
+        if not self.uses_activation:
+            return compiled(driver, self, None, level)
+        return compiled(driver, self, params.activation, level, hidden_activations(params))
+
+
+def hidden_activations(params) -> tuple:
+    """The activations of a deep block's hidden layers after the first (() for one layer)."""
+    return tuple(act for act, _, _ in params.hidden)
 
 
 REGISTRY = {

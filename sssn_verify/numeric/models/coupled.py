@@ -5,7 +5,10 @@ Every system (a width, or m = inf) carries its own N tokens and runs its model's
 same attention; the hidden units are nested (width m uses units 1..m) and one standard normal xi
 drives all outputs, F = Khat_m^{1/2} xi and G = K^{1/2} xi, with the roots taken in the
 near-coincidence tree basis of ``numeric.fields`` (``edge_rows``, ``tree_field_cov``,
-``graded_sqrt``).  Each system's law is exactly its model's; only the joint law is new.  The
+``graded_sqrt``).  A deep block (``params.hidden``) nests its middle layers too: one M x M weight
+matrix and M biases per hidden layer (M the largest width), width m using the top-left m x m
+block with the scale sigma_w m^{-1/2} (``hidden_phi``, generated per stack by the driver); m =
+inf uses the composed kernel.  Each system's law is exactly its model's; only the joint law is new.  The
 reference of the deviations is the last system.  Driver: ``numeric.driver.coupled_path``; entry
 point ``engine.simulate_coupled``.  The construction at length: docs/numerics.md, section
 "The width coupling".
@@ -26,7 +29,7 @@ from ..fields import (STATUS_OK, accumulate_tree, edge_rows, fill_normal, gap_ma
 from . import Model, Prepared
 from .finite_width import advance
 
-CoupledConsts = namedtuple("CoupledConsts", ["sw", "sb", "sa", "widths", "has_inf", "table", "k0"])
+CoupledConsts = namedtuple("CoupledConsts", ["sw", "sb", "sa", "widths", "has_inf", "table", "k0", "hsw", "hsb"])
 
 evaluate = half_step
 __all__ = ["advance", "evaluate", "noise", "work", "MODEL"]
@@ -36,13 +39,20 @@ def phi(u):  # bound to the activation's numba function in the generated kernel 
     raise NotImplementedError
 
 
+hidden_phi = phi   # hidden layer l's activation, generated per stack by the driver
+
+
 @njit(cache=True)
 def work(n, d, consts):
-    """(order, parent, zeros, xi, units, hidden, edges, C, A, Dd, gaps) for n tokens."""
+    """(order, parent, zeros, xi, units, hidden, edges, C, A, Dd, gaps, hidden weights (M, M + 1),
+    pre-activations (n, M)) for n tokens (the last two (1, 1) for a one-layer block)."""
     M = consts.widths[-1] if consts.widths.shape[0] > 0 else 1
+    deep = consts.hsw.shape[0] > 0
     return (np.empty(n, np.int64), np.empty(n, np.int64), np.zeros(n), np.empty((n, d)),
             np.empty((M, d + 1)), np.empty((n, M)), np.empty((n, M)), np.empty((n, n)),
-            np.empty((n, n)), np.empty((n, d)), np.empty((n, n)))
+            np.empty((n, n)), np.empty((n, d)), np.empty((n, n)),
+            np.empty((consts.hsw.shape[0], M, M + 1)) if deep else np.empty((1, 1, 1)),
+            np.empty((n, M)) if deep else np.empty((1, 1)))
 
 
 @njit(cache=True)
@@ -55,14 +65,17 @@ def _drive(A, xi, order, parent, Dd, out):
 @njit(cache=True)
 def noise(st, Es, consts, w, Ws, rtol):
     """Ws[r] = the noise of system r at the rows of Es[r], all systems on one draw (module doc)."""
-    order, parent, zeros, xi, U, H, Er, C, A, Dd, Gm = w
+    order, parent, zeros, xi, U, H, Er, C, A, Dd, Gm, Wh, Zh = w
     R, n, d = Es.shape
     ref = Es[R - 1]
     nearest_tree(ref, zeros, 1.0, 0.0, d, order, parent)
     fill_normal(st, xi)
     K = consts.widths.shape[0]
+    nh = consts.hsw.shape[0]
     if K > 0:
         fill_normal(st, U)  # unit-major: unit k = (w_k, b_k) = U[k]; width m uses units < m
+        if nh > 0:
+            fill_normal(st, Wh)  # hidden layer l, unit k: weights Wh[l, k, :M], bias Wh[l, k, M]
     sw, sb = consts.sw, consts.sb
     for r in range(K):
         m = consts.widths[r]
@@ -73,6 +86,18 @@ def noise(st, Es, consts, w, Ws, rtol):
                 for c in range(d):
                     s += Y[i, c] * U[k, c]
                 H[i, k] = phi(sw * s + sb * U[k, d])
+        M = Wh.shape[1]
+        for layer in range(nh):
+            f = consts.hsw[layer] / math.sqrt(m)
+            for i in range(n):
+                for k in range(m):
+                    s = 0.0
+                    for j in range(m):
+                        s += H[i, j] * Wh[layer, k, j]
+                    Zh[i, k] = f * s + consts.hsb[layer] * Wh[layer, k, M]
+            for i in range(n):
+                for k in range(m):
+                    H[i, k] = hidden_phi(layer, Zh[i, k])
         Hm = H[:, :m]
         Em = Er[:, :m]
         edge_rows(Hm, order, parent, Em)
@@ -137,22 +162,22 @@ def prepare(params, width=None, mode="auto", n_rows=1, tangent=False) -> Prepare
     if width is None:
         raise ParameterError("widths", None, "are required for model='coupled' (e.g. 16,64,256,inf)")
     ws = parse_widths(width)
-    if params.hidden:
-        raise ParameterError("hidden", params.hidden[0][0].name, "the width coupling of deep MLP blocks is not "
-                             "implemented yet (one-layer blocks only)")
     finite = np.array([w for w in ws if w != math.inf], dtype=np.int64)
     has_inf = ws[-1] == math.inf
     table, k0 = np.zeros(5), 0.0
     if has_inf:
         from ..kernels import kernel
-        kf = kernel(params.activation, params.sigma_w, params.sigma_b, params.sigma_a)
+        kf = kernel(params.activation, params.sigma_w, params.sigma_b, params.sigma_a, hidden=params.hidden)
         table, k0 = np.ascontiguousarray(kf.table), kf.k0
-    consts = CoupledConsts(params.sigma_w, params.sigma_b, params.sigma_a, finite, bool(has_inf), table, k0)
+    hsw = np.array([float(s) for _, s, _ in params.hidden], dtype=np.float64)
+    hsb = np.array([float(s) for _, _, s in params.hidden], dtype=np.float64)
+    consts = CoupledConsts(params.sigma_w, params.sigma_b, params.sigma_a, finite, bool(has_inf), table, k0,
+                           hsw, hsb)
     return Prepared(consts, "coupled", (("widths", ws),), int(finite[-1]) if finite.size else None)
 
 
 def _cost(n, d, m):
-    return float(n) * m * (d + n) + float(n) ** 3
+    return float(n) * m * (d + n) + float(n) ** 3   # one-layer; a hidden layer adds n m^2
 
 
 MODEL = Model(name="coupled", module=__name__, label="width coupling", unit="layer", converges_to=None,

@@ -11,6 +11,17 @@ Tangent step (one token, k tangent vectors dy_a): ``(F(y), J_F(y) dy_a)`` is the
 output on the rows ``(y, dy_1, .., dy_k)`` with bias indicators ``(1, 0, .., 0)`` and hidden
 rows ``(phi(z), phi'(z) zdot_a)``, sampled exactly in law or with literal weights.
 ``noise`` and ``tangent_step`` call ``phi``/``dphi``, bound per activation by the driver.
+
+A deep block (``params.hidden``, docs/mathematics.md "Deep MLP blocks"; width m in every hidden
+layer) adds, between the first layer and the readout, ``h^{l+1} = m^{-1/2} W^{l+1} phi_l(h^l) +
+b^{l+1}``: the same ``mlp_preactivations`` on the rows of the previous hidden layer with scale
+``sigma_w,l+1 / sqrt(m)``.  Given those rows it is a Gaussian with the Gram covariance
+``(sigma_w^2 / m) <H_i, H_j> + sigma_b^2`` (all m units i.i.d.), so it too is drawn literally (an
+m x m weight matrix) or exactly in law (rank <= min(n, m + 1)); ``hid_exact`` picks one for all
+middle layers.  The tangent rows carry ``phi_l'(z) zdot`` through every layer (bias indicators
+(1, 0, .., 0) again).  ``hidden_phi(l, u)``/``hidden_dphi(l, u)`` are hidden layer l's activation,
+generated per stack by the driver.  Empty stack: the loop runs zero times, the same draws as the
+one-layer block.
 """
 from __future__ import annotations
 
@@ -27,7 +38,8 @@ from ..fields import STATUS_OK, exact_in_law_choice, mlp_outputs, mlp_preactivat
 from ..sphere import project_rows
 from . import Model, Prepared
 
-FiniteWidthConsts = namedtuple("FiniteWidthConsts", ["sw", "sb", "sa", "m", "pre_exact", "out_exact"])
+FiniteWidthConsts = namedtuple("FiniteWidthConsts", ["sw", "sb", "sa", "m", "pre_exact", "out_exact",
+                                                     "hsw", "hsb", "hid_exact"])
 MODES = ("auto", "exact", "literal")
 
 
@@ -36,6 +48,13 @@ def phi(u):  # bound to the activation's numba function in the generated kernel 
 
 
 dphi = phi
+
+
+def hidden_phi(layer, u):  # hidden layer `layer`'s activation, generated per stack by the driver
+    raise NotImplementedError
+
+
+hidden_dphi = hidden_phi
 evaluate = half_step
 
 
@@ -55,7 +74,46 @@ def _mlp_work(n, d, consts):
     Wd = np.empty((1, 1)) if consts.pre_exact else np.empty((d, m))
     bm = np.empty(1) if consts.pre_exact else np.empty(m)
     Am = np.empty((n, m)) if consts.out_exact else np.empty((m, d))  # exact: the tree-basis rows
-    return (np.empty((n, m)), np.empty((n, n)), np.empty((n, n)), Xi, Wd, bm, np.empty((n, d)), Am)
+    deep = consts.hsw.shape[0] > 0
+    Z2 = np.empty((n, m)) if deep else np.empty((1, 1))
+    Xih = np.empty((n, m)) if deep and consts.hid_exact else np.empty((1, 1))
+    Wh = np.empty((m, m)) if deep and not consts.hid_exact else np.empty((1, 1))
+    bh = np.empty(m) if deep and not consts.hid_exact else np.empty(1)
+    return (np.empty((n, m)), np.empty((n, n)), np.empty((n, n)), Xi, Wd, bm, np.empty((n, d)), Am,
+            Z2, Xih, Wh, bh)
+
+
+@njit(cache=True)
+def _hidden_stack(st, Z, bias, consts, Z2, C, L, Xih, Wh, bh, tangent, rtol):
+    """The hidden layers after the first: Z (n, m) holds phi_1(h^1) rows (tangent: row 0 and
+    the tangent rows phi_1'(z) zdot_a) and receives the last hidden layer's rows.  Returns a status."""
+    cur = Z
+    nxt = Z2
+    code = STATUS_OK
+    for layer in range(consts.hsw.shape[0]):
+        code = mlp_preactivations(st, cur, bias, consts.hsw[layer], consts.hsb[layer], consts.hid_exact,
+                                  nxt, C, L, Xih, Wh, bh, rtol)
+        if code != STATUS_OK:
+            return code
+        if tangent:
+            for j in range(nxt.shape[1]):
+                z = nxt[0, j]
+                g = hidden_dphi(layer, z)
+                for a in range(1, nxt.shape[0]):
+                    nxt[a, j] = g * nxt[a, j]
+                nxt[0, j] = hidden_phi(layer, z)
+        else:
+            for i in range(nxt.shape[0]):
+                for k in range(nxt.shape[1]):
+                    nxt[i, k] = hidden_phi(layer, nxt[i, k])
+        tmp = cur
+        cur = nxt
+        nxt = tmp
+    if consts.hsw.shape[0] % 2 == 1:
+        for i in range(Z.shape[0]):
+            for k in range(Z.shape[1]):
+                Z[i, k] = Z2[i, k]
+    return code
 
 
 @njit(cache=True)
@@ -68,13 +126,16 @@ def work(n, d, consts):
 def noise(st, E, consts, w, W, rtol):
     """W = F(E): a fresh MLP at the rows of E."""
     ones = w[0]
-    Z, C, L, Xi, Wd, bm, Zd, Am = w[1]
+    Z, C, L, Xi, Wd, bm, Zd, Am, Z2, Xih, Wh, bh = w[1]
     code = mlp_preactivations(st, E, ones, consts.sw, consts.sb, consts.pre_exact, Z, C, L, Xi, Wd, bm,
                               rtol)
     if code == STATUS_OK:
         for i in range(Z.shape[0]):
             for k in range(Z.shape[1]):
                 Z[i, k] = phi(Z[i, k])
+        if consts.hsw.shape[0] > 0:
+            code = _hidden_stack(st, Z, ones, consts, Z2, C, L, Xih, Wh, bh, False, rtol)
+    if code == STATUS_OK:
         code = mlp_outputs(st, Z, consts.sa, consts.out_exact, W, C, L, Zd, Am, rtol)
     return code
 
@@ -91,7 +152,7 @@ def tangent_work(d, k, consts):
 def tangent_step(st, x, V, h, consts, att, tw, rtol):
     """x <- y + sqrt(h) F(y), V_a <- dy_a + sqrt(h) J_F(y) dy_a (before the projection)."""
     bias, Yr, O, y, dY = tw[0], tw[1], tw[2], tw[3], tw[4]
-    Z, C, L, Xi, Wd, bm, Zd, Am = tw[5]
+    Z, C, L, Xi, Wd, bm, Zd, Am, Z2, Xih, Wh, bh = tw[5]
     code = tangent_half_step(x, V, h, att, y, dY)
     k = V.shape[0]
     if code == STATUS_OK:
@@ -107,6 +168,9 @@ def tangent_step(st, x, V, h, consts, att, tw, rtol):
             for a in range(1, k + 1):
                 Z[a, j] = g * Z[a, j]
             Z[0, j] = phi(z)
+        if consts.hsw.shape[0] > 0:
+            code = _hidden_stack(st, Z, bias, consts, Z2, C, L, Xih, Wh, bh, True, rtol)
+    if code == STATUS_OK:
         code = mlp_outputs(st, Z, consts.sa, consts.out_exact, O, C, L, Zd, Am, rtol)
     if code == STATUS_OK:
         sq = math.sqrt(h)
@@ -128,26 +192,37 @@ def choose_mode(mode: str, n: int, d: int, m: int) -> tuple[bool, bool]:
     return exact_in_law_choice(n, d, m)
 
 
+def _hidden_consts(hidden, m: int, mode: str, n_rows: int):
+    """(hsw, hsb, hid_exact): the hidden layers' scales sigma_w / sqrt(m), sigma_b and the
+    middle layers' sampling (a middle layer is the first layer's problem with d = m inputs)."""
+    hsw = np.array([float(sw) / math.sqrt(m) for _, sw, _ in hidden], dtype=np.float64)
+    hsb = np.array([float(sb) for _, _, sb in hidden], dtype=np.float64)
+    hid_exact = bool(hidden) and choose_mode(mode, n_rows, m, m)[0]
+    return hsw, hsb, hid_exact
+
+
 def prepare(params, width=None, mode="auto", n_rows=1, tangent=False) -> Prepared:
     """FiniteWidthConsts for MLP width m = `width` on `n_rows` rows (tokens, or 1 + k)."""
     if width is None:
         raise ParameterError("width", width, "is required for model='transformer'")
     m = check_int("width", width, 1)
-    if params.hidden:
-        raise ParameterError("hidden", params.hidden[0][0].name, "the finite-width simulation of deep MLP blocks is "
-                             "not implemented yet (use model='gaussian' or 'sde', the m = infinity field)")
     pre_exact, out_exact = choose_mode(mode, n_rows, params.d, m)
     label = {(True, True): "exact", (False, False): "literal"}.get(
         (pre_exact, out_exact), "exact-pre" if pre_exact else "exact-out")
-    consts = FiniteWidthConsts(params.sigma_w, params.sigma_b, params.sigma_a, m, pre_exact, out_exact)
-    return Prepared(consts, label, (("pre_exact", pre_exact), ("out_exact", out_exact)), m)
+    hsw, hsb, hid_exact = _hidden_consts(params.hidden, m, mode, n_rows)
+    consts = FiniteWidthConsts(params.sigma_w, params.sigma_b, params.sigma_a, m, pre_exact, out_exact,
+                               hsw, hsb, hid_exact)
+    info = (("pre_exact", pre_exact), ("out_exact", out_exact))
+    if params.hidden:
+        info += (("hidden_exact", hid_exact),)
+    return Prepared(consts, label, info, m)
 
 
 def _cost(n, d, m):
-    return float(n) * m * d
+    return float(n) * m * d   # the one-layer block's; a deep block's middle layers add ~ n m^2 each
 
 
 MODEL = Model(name="transformer", module=__name__, label="finite-width transformer", unit="layer",
               converges_to="gaussian", needs_width=True, field=False,
-              uses_activation=("noise", "tangent_step"), prepare=prepare, cost=_cost,
+              uses_activation=("noise", "tangent_step", "_hidden_stack"), prepare=prepare, cost=_cost,
               description="finite-width transformer (MLP width m): x' = Pi(y + sqrt(delta) F(y))")
