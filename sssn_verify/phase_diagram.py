@@ -179,7 +179,8 @@ def phase_diagram_figure(params: ModelParams, x: str = "d", y: str = "sigma_b", 
         ax.pcolormesh(xs, ys, code, cmap=ListedColormap(REGION_COLORS), vmin=-0.5, vmax=3.5, shading="nearest")
         handles = [Patch(color=c, label=lab) for c, lab in zip(REGION_COLORS, REGION_LABELS)]
     else:
-        handles = _draw_values(ax, values, xs, ys, phase_grid(act, x, y, xs, ys, base, params.hidden)[VALUES.index(values) - 1])
+        grid = phase_grid(act, x, y, xs, ys, base, params.hidden)[VALUES.index(values) - 1]
+        handles = _draw_values(ax, values, xs, ys, grid)
     if act.name == "relu" and "sigma_b" in (x, y) and not params.hidden:   # the one-layer ReLU boundary
         line = _relu_boundary(ax, x, y, xs, ys, base)
         if line is not None:

@@ -6,7 +6,8 @@ P independent layers, drawn by the model's own compiled ``work``/``noise`` (boun
 E[F(y_i) F(y_j)^T] can be compared with the derived K(<y_i, y_j>) I_d (tests/test_deep_blocks.py).
 ``tangent_samples`` does the same for the tangent step: (F(y), J_F(y) v_a) of one layer at one
 point (attention off), which the tests compare with finite differences of ``field_samples`` on
-the same literal weights.  Each block of paths has its own stream (``key.path_states``); a path's numbers depend on the key alone.
+the same literal weights.  Each block of paths has its own stream (``key.path_states``); a
+path's numbers depend on the key alone.
 """
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ near-coincidence tree basis of ``numeric.fields`` (``edge_rows``, ``tree_field_c
 ``graded_sqrt``).  A deep block (``params.hidden``) nests its middle layers too: one M x M weight
 matrix and M biases per hidden layer (M the largest width), width m using the top-left m x m
 block with the scale sigma_w m^{-1/2} (``hidden_phi``, generated per stack by the driver); m =
-inf uses the composed kernel.  Each system's law is exactly its model's; only the joint law is new.  The
-reference of the deviations is the last system.  Driver: ``numeric.driver.coupled_path``; entry
+inf uses the composed kernel.  Each system's law is exactly its model's; only the joint law is
+new.  The reference of the deviations is the last system.  Driver: ``numeric.driver.coupled_path``; entry
 point ``engine.simulate_coupled``.  The construction at length: docs/numerics.md, section
 "The width coupling".
 """

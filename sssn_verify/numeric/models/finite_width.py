@@ -12,16 +12,10 @@ output on the rows ``(y, dy_1, .., dy_k)`` with bias indicators ``(1, 0, .., 0)`
 rows ``(phi(z), phi'(z) zdot_a)``, sampled exactly in law or with literal weights.
 ``noise`` and ``tangent_step`` call ``phi``/``dphi``, bound per activation by the driver.
 
-A deep block (``params.hidden``, docs/mathematics.md "Deep MLP blocks"; width m in every hidden
-layer) adds, between the first layer and the readout, ``h^{l+1} = m^{-1/2} W^{l+1} phi_l(h^l) +
-b^{l+1}``: the same ``mlp_preactivations`` on the rows of the previous hidden layer with scale
-``sigma_w,l+1 / sqrt(m)``.  Given those rows it is a Gaussian with the Gram covariance
-``(sigma_w^2 / m) <H_i, H_j> + sigma_b^2`` (all m units i.i.d.), so it too is drawn literally (an
-m x m weight matrix) or exactly in law (rank <= min(n, m + 1)); ``hid_exact`` picks one for all
-middle layers.  The tangent rows carry ``phi_l'(z) zdot`` through every layer (bias indicators
-(1, 0, .., 0) again).  ``hidden_phi(l, u)``/``hidden_dphi(l, u)`` are hidden layer l's activation,
-generated per stack by the driver.  Empty stack: the loop runs zero times, the same draws as the
-one-layer block.
+A deep block (``params.hidden``; width m in every hidden layer): each middle layer is
+``mlp_preactivations`` on the previous layer's rows with scale sigma_w / sqrt(m), literal or
+exact in law through their Gram matrix (``hid_exact``), activations ``hidden_phi``/``hidden_dphi``
+(generated per stack by the driver); docs/mathematics.md "Deep MLP blocks".
 """
 from __future__ import annotations
 
