@@ -43,7 +43,8 @@ need quadrature get half the weight of closed-form ones, so expensive points are
 present (the all-high corner takes the last, most expensive activation).  Each design point is
 tested at level ``1 - a`` with the claim's ``design_evidence`` (a cheaper, fixed budget; else its
 ``evidence``), a rejection is confirmed with the full evidence and a fresh key at ``1 - a``, and
-``a = sqrt((1 - level) / (MAX_SCREENS + n_design))`` keeps the false rejection of a right formula
+``a = sqrt((1 - level) / (MAX_SCREENS + 1 + n_design))`` (the search may screen its chosen point once
+beyond its cap) keeps the false rejection of a right formula
 at most ``1 - level`` over search and design together.  The outcome's ``design`` records the
 domain covered, the points, and the smallest relative error caught at each point (the weakest
 and the best point are printed).
@@ -740,7 +741,8 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
     else:
         points, notes = design_points(the_claim, ranges, acts, as_key(seed, "check", the_claim.name, "design"),
                                       n_design)
-        a = math.sqrt((1.0 - level) / (MAX_SCREENS + len(points)))
+        # screens: at most MAX_SCREENS, plus the chosen point's when the budget went elsewhere, plus the design
+        a = math.sqrt((1.0 - level) / (MAX_SCREENS + 1 + len(points)))
         t, record, counter = search(the_claim, cand, acts, given, seed=seed, level=level, n_examples=n_examples,
                                     screen_level=1.0 - a, design=True)
         chosen = "search (shrunk counterexample)" if counter is not None else "search (max discrepancy)"
