@@ -195,6 +195,8 @@ def table(suite) -> str:
     lines.append(DETECTS_TEXT)
     for name, why in getattr(suite, "unavailable", {}).items():
         lines.append(f"not run: {name} ({_short(why, 80)})")
+    if getattr(suite, "interrupted", None):
+        lines.append(suite.verdict_text)
     return "\n".join(lines)
 
 
@@ -349,7 +351,7 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
     if git.get("dirty"):
         commit += " (with uncommitted changes)"
     lines = [f"# sssn_verify report ({suite.mode} mode, seed {suite.seed})", "",
-             f"**Verdict: {'all claims passed' if suite.passed else 'SOME CLAIMS FAILED'}** "
+             f"**Verdict: {_escape_md(suite.verdict_text)}** "
              f"in {suite.seconds:.1f} s of claims.", "", suite.familywise_text + ".", "",
              "## Provenance", "",
              f"sssn_verify {prov['version']}, git commit {commit}; Python {prov['python']} on "
@@ -534,7 +536,7 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
                     f"<title>sssn_verify report ({_e(suite.mode)} mode, seed {_e(suite.seed)})</title>",
                     f"<style>{_CSS}</style></head><body>",
                     f"<h1>sssn_verify report ({_e(suite.mode)} mode, seed {_e(suite.seed)})</h1>",
-                    f"<p><strong>Verdict: {'all claims passed' if suite.passed else 'SOME CLAIMS FAILED'}"
+                    f"<p><strong>Verdict: {_e(suite.verdict_text)}"
                     f"</strong>{_wall_text(timing)}. {_e(suite.familywise_text)}.</p>"]
     if timing:
         h.append('<table class="kv"><caption>Time</caption><tr><th>part</th><th>seconds</th></tr>'

@@ -29,7 +29,7 @@ from .claims import CLAIMS, UNAVAILABLE, ClaimResult, get_claim
 from .claims.base import MODES
 from .errors import ParameterError
 from .limits import parse_seeds  # (seeds of a campaign: checked against MAX_SEEDS)
-from .executor import Outcome, Task, using
+from .executor import Interrupted, Outcome, Task, using
 from .numeric.rng import Key, recording
 from .params import check_int, check_real
 from .stats import _jsonable, bonferroni, holm, holm_adjusted
@@ -50,10 +50,21 @@ class SuiteResult:
     unavailable: dict[str, str] = field(default_factory=dict)
     timings: list[dict[str, Any]] = field(default_factory=list)
     executor: dict[str, Any] = field(default_factory=dict)
+    interrupted: list[str] = field(default_factory=list)   # claims not run: Ctrl-C stopped the suite
 
     @property
     def passed(self) -> bool:
-        return bool(self.results) and all(r.passed for r in self.results)
+        return bool(self.results) and not self.interrupted and all(r.passed for r in self.results)
+
+    @property
+    def verdict_text(self) -> str:
+        """The suite's verdict in words (a partial suite says so and never 'passed')."""
+        if self.interrupted:
+            n = len(self.results) + len(self.interrupted)
+            failed = sum(not r.passed for r in self.results)
+            return (f"PARTIAL: interrupted after {len(self.results)} of {n} claims "
+                    f"({failed} of them failed; not run: {', '.join(self.interrupted)})")
+        return "all claims passed" if self.passed else "SOME CLAIMS FAILED"
 
     @property
     def familywise_text(self) -> str:
@@ -80,6 +91,7 @@ class SuiteResult:
             "claims": [r.to_dict() for r in self.results],
             "unavailable": self.unavailable,
             "executor": self.executor, "timings": self.timings,
+            **({"interrupted": list(self.interrupted)} if self.interrupted else {}),
         })
 
 
@@ -129,6 +141,15 @@ def _selected(mode: str, claims: Iterable[str] | None) -> list[str]:
     return list(CLAIMS) if not claims else list(dict.fromkeys(get_claim(n).name for n in claims))
 
 
+class VerifyInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`verify`: a KeyboardInterrupt whose ``suite`` holds the claims that had
+    finished (Holm over their checks) and, in ``suite.interrupted``, the names of the others."""
+
+    def __init__(self, suite: "SuiteResult"):
+        super().__init__(suite.verdict_text)
+        self.suite = suite
+
+
 def _suite(mode, claims, seed, alpha, outcomes: list[Outcome], seconds, executor) -> SuiteResult:
     results = [o.value for o in outcomes]
     k = _apply_holm(results, alpha)
@@ -169,7 +190,12 @@ def verify(mode: str = "quick", claims: Iterable[str] | None = None, seed: int =
                 progress(n)
         weights = expected_seconds(names, mode)
         tasks = [Task(n, run_claim, (n, mode, seed), weight=weights[n]) for n in names]
-        outcomes = ex.run(tasks, desc=f"verify --{mode}", progress=progress is True)
+        try:
+            outcomes = ex.run(tasks, desc=f"verify --{mode}", progress=progress is True)
+        except Interrupted as exc:        # Ctrl-C: the finished claims, judged among themselves
+            suite = _suite(mode, claims, seed, alpha, exc.done, time.perf_counter() - t0, ex.describe())
+            suite.interrupted = list(exc.pending)
+            raise VerifyInterrupted(suite) from None
         info = ex.describe()
     record_seconds(mode, {o.key: o.seconds for o in outcomes})
     return _suite(mode, claims, seed, alpha, outcomes, time.perf_counter() - t0, info)

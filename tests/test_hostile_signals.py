@@ -56,3 +56,46 @@ def test_ctrl_c_stops_a_long_kernel_within_a_second(tmp_path):
     assert res.returncode == 0, (res.returncode, res.stderr[-2000:])
     latency, ran = map(float, res.stdout.split())
     assert latency < 1.0 and ran < 5.0, (latency, ran)
+
+
+PARTIAL = r"""
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)   # whatever the parent's disposition was
+import importlib
+V = importlib.import_module("sssn_verify.verify")   # the module (sssn_verify.verify is the function)
+orig, calls = V.run_claim, []
+def run_claim(*args):
+    calls.append(args[0])
+    if len(calls) == 2:                                     # Ctrl-C as the second claim starts
+        os.kill(os.getpid(), signal.SIGINT)
+    return orig(*args)
+V.run_claim = run_claim
+from sssn_verify.cli import main
+sys.exit(main(["verify", "--quick", "--claim", "kernel", "--claim", "relu_rates", "--claim", "coercivity",
+               "--no-progress", "--report", sys.argv[1]]))
+"""
+
+
+def test_ctrl_c_in_verify_writes_the_finished_claims_as_a_partial_report(tmp_path):
+    """Issues 22 and 24.6: Ctrl-C during verify --report writes the claims that finished as a whole
+    report (report.json valid against the full schema, 'interrupted' listing the claims not run,
+    passed false; the HTML and Markdown say PARTIAL), prints one line and exits 130."""
+    import json
+
+    import jsonschema
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
+    rep = tmp_path / "rep"
+    res = subprocess.run([sys.executable, "-c", PARTIAL, str(rep)], capture_output=True, text=True,
+                         timeout=600, env=env, cwd=tmp_path)
+    assert res.returncode == 130, (res.returncode, res.stderr[-2000:])
+    assert "Traceback" not in res.stderr
+    assert res.stderr.strip().splitlines()[-1] == (f"sssn-verify verify: interrupted after 1 of 3 claims; "
+                                                   f"partial report in {rep}")
+    data = json.loads((rep / "report.json").read_text())
+    jsonschema.validate(data, json.loads((ROOT / "docs" / "report.schema.json").read_text()))
+    assert data["passed"] is False and data["interrupted"] == ["relu_rates", "coercivity"]
+    assert [c["name"] for c in data["claims"]] == ["kernel"]
+    assert "PARTIAL: interrupted after 1 of 3 claims" in (rep / "report.html").read_text()
+    md = (rep / "report.md").read_text()                 # Markdown escapes ':' and '(': rendered the same
+    assert "**Verdict: PARTIAL" in md and "interrupted after 1 of 3 claims" in md
+    assert "kernel" in res.stdout and not list(tmp_path.glob(".rep.partial-*"))

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from ..claims import CLAIMS, UNAVAILABLE, get_claim
     from ..report import table, write_report
     from ..executor import from_cli
-    from ..verify import DEFAULT_ALPHA, verify
+    from ..verify import DEFAULT_ALPHA, VerifyInterrupted, verify
 
     if args.list:
         for name, claim in CLAIMS.items():
@@ -79,8 +79,11 @@ def run(args: argparse.Namespace) -> int:
         with from_cli(args) as ex:                  # workers checked (and dask found) before the ETA line
             if not args.no_progress:
                 _announce_eta(args.mode, args.claim)
-            suite = verify(args.mode, args.claim, args.seed, progress=not args.no_progress,
-                           alpha=alpha, executor=ex)
+            try:
+                suite = verify(args.mode, args.claim, args.seed, progress=not args.no_progress,
+                               alpha=alpha, executor=ex)
+            except VerifyInterrupted as exc:      # Ctrl-C: the finished claims still reach the user
+                return _partial(args, exc.suite, staged)
             exploration = _explore(args, alpha, ex, staged)
             paths = (write_report(suite, staged, command=getattr(args, "argv", None), exploration=exploration)
                      if staged else None)
@@ -112,6 +115,34 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     # 1: a claim or an exploration failed; else 3/4: an explored point raised an internal/numerical error
     return 1 if not suite.passed else exploration.exit_code()
+
+
+def _partial(args, suite, staged) -> int:
+    """Ctrl-C during the claims: the finished ones are printed (and, with --report, written as a
+    whole report marked PARTIAL, swapped in like a complete one); one line on stderr; exit 130."""
+    import signal
+    from ..report import table, write_report
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)     # a second Ctrl-C must not tear the report
+    try:
+        where = ""
+        if staged and suite.results:
+            write_report(suite, staged, command=getattr(args, "argv", None))
+            from ..outputs import swap_in
+            swap_in(staged, args.report)
+            where = f"; partial report in {terminal(args.report)}"
+        elif staged:                                        # nothing finished: the old report stays
+            import shutil
+            shutil.rmtree(staged, ignore_errors=True)
+        if args.json:
+            print_json(suite.to_dict())
+        elif suite.results:
+            print(table(suite))
+        sys.stdout.flush()
+    finally:
+        signal.signal(signal.SIGINT, old)
+    print(f"sssn-verify verify: interrupted after {len(suite.results)} of "
+          f"{len(suite.results) + len(suite.interrupted)} claims{where}", file=sys.stderr)
+    return 130
 
 
 def _announce_eta(mode: str, claims) -> None:
