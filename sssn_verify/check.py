@@ -10,56 +10,7 @@ When the user fixes every parameter, the claim's evidence at that point decides:
 deterministic comparison within the evidence's stated tolerance, or a z-test at `level`
 with the evidence's bias allowance.
 
-Otherwise the parameters are *searched* with hypothesis (issue 13) over the claim's domain
-(the ranges its ``domain`` strategy declares, or the candidate check's own ``domain``; the
-user's values pin their axes):
-
-1. *steer* (cheap, no evidence): ``explore`` examples (default :data:`DEFAULT_EXAMPLES`),
-   ``target()`` on the discrepancy ``|candidate - derived| / error_scale``;
-2. *screen*: the evidence where that discrepancy is largest, at level ``1 - a``; a rejection
-   is *shrunk* by hypothesis with the evidence's rejection inside the predicate (for Monte
-   Carlo evidence only where the discrepancy stays above half its maximum), at most
-   :data:`MAX_SCREENS` evidence runs in all (:data:`MAX_SCREENS_DETERMINISTIC` when the
-   evidence is deterministic); the shrinking screens use the claim's cheaper
-   ``design_evidence`` (a shrunk point it does not reject is not taken), and so does a screen
-   where the discrepancy is at least :data:`CHEAP_SCREEN` error scales;
-3. *confirm*: the shrunk point (else the first rejected one) again with a fresh seed and the full evidence
-   (the cheaper one where the discrepancy is at least :data:`CHEAP_SCREEN` error scales), level
-   ``1 - a``; only a confirmed rejection rejects.
-
-With ``a = sqrt((1 - level) / MAX_SCREENS)`` the probability that a right formula is
-rejected is at most ``MAX_SCREENS a^2 = 1 - level`` (union bound over the screened points;
-screen and confirmation use independent seeds derived from the point, so the result depends
-only on `seed`).  A deterministic evidence (quadrature, a numerical supremum) needs no
-confirmation.  The points, seeds and levels are in the outcome's ``search``; the shrunk
-failing parameters in ``counterexample``.
-
-Besides the steered search, every unpinned verdict rests on evidence at a *space-filling design*
-over the same domain (:func:`design_points`: the two opposite corners of the box plus a Latin
-hypercube from ``scipy.stats.qmc``, at least :data:`DESIGN_POINTS` points, drawn from the seed's
-key without looking at the derived formula or the candidate).  The design is cost-aware: d is
-drawn with density falling towards large d (``u ** DESIGN_D_POWER``) and the activations that
-need quadrature get half the weight of closed-form ones, so expensive points are fewer but
-present (the all-high corner takes the last, most expensive activation).  Each design point is
-tested at level ``1 - a`` with the claim's ``design_evidence`` (a cheaper, fixed budget; else its
-``evidence``), a rejection is confirmed with the full evidence and a fresh key at ``1 - a``, and
-``a = sqrt((1 - level) / (MAX_SCREENS + 1 + n_design))`` (the search may screen its chosen point once
-beyond its cap) keeps the false rejection of a right formula
-at most ``1 - level`` over search and design together.  The outcome's ``design`` records the
-domain covered, the points, and the smallest relative error caught at each point (the weakest
-and the best point are printed).
-
-The domain searched is the claim's declared domain (``claim.domain``, as ``verify --explore``
-draws it), widened where the candidate check declares its own ``domain`` (``lyapunov`` and
-``ito_drift``: d up to 16, because their check evidence, one exactly sampled layer, holds there
-while the engine checks that ``verify --explore`` also runs keep their allowances only for smaller
-d), for every axis the candidate check uses, activations included: with no
-``activation`` given, the search and the design run over the claim's declared activations
-(closed-form and quadrature kernels); a given activation (a registry name or the user's own
-expression) pins that axis.
-
-Older names are aliases declared by the claims (``lambda1`` for ``lyapunov``,
-``lambda_bar`` for ``dissipation``).
+More (moved from this docstring): docs/modules.md, ``sssn_verify.check``.
 """
 from __future__ import annotations
 

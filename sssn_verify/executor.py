@@ -6,7 +6,8 @@ The one seam between the toolkit and a cluster.  Callers describe work as
 that the worker could rebuild) -- and hand a list of them to
 :meth:`Executor.run`, which returns one :class:`Outcome` per task, *in the
 order given*, with its value and timing.  Nothing else in the package knows
-which executor runs:
+which executor runs: :class:`InProcess` (the default) or :class:`Distributed`
+(dask.distributed: a local cluster, a scheduler address or a Client).
 
 More (moved from this docstring): docs/modules.md, ``sssn_verify.executor``.
 """

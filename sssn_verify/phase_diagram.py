@@ -7,22 +7,7 @@ lambda_bar < 0, neither.  For ReLU with sigma_b on an axis the derived boundary
 ``sigma_b = sigma_w sqrt(2/(d-3))`` (edge value of lambda_bar = 0, ``symbolic.dissipation``)
 is overlaid.  matplotlib is imported on use and no backend is selected here.
 
-Empirical phase diagram (:func:`confirm_grid`, CLI ``--confirm``): at every grid cell, Monte
-Carlo of the Gaussian transformer (m = infinity) estimates
-
-* lambda_1 by the tangent flow (Benettin, noise only: mean over paths of log|v_T|/T);
-* the energy decay rate near synchronization: two tokens at 1 - rho = ``gap0``, noise only,
-  ``(1/T) log(E[E_0(T)] / E_0(0))`` with a delta-method stderr.  Its limit is the edge value
-  ``(d-1) k1 - (d-3) k0`` of L2 f / f, which is lambda_bar where the supremum sits at the edge
-  (ReLU with beta = 0) and a lower bound of lambda_bar otherwise;
-
-each with an interval at the *simultaneous* level ``level`` (Bonferroni over both quantities
-and all cells), so every sign called "negative" or "positive" is right at once with
-probability >= level.  The intervals are statistical: the O(T/L) bias of the layer maps
-(a few per cent of the rate at depth 32) is not in them, so near a boundary the sign is
-left "undecided" or can disagree.  One cell is one task of ``sssn_verify.executor``
-(:func:`confirm_cell`, pure; each cell has its own key ``Key(seed).child("confirm", row, column)``),
-so the grid runs in-process or on a dask cluster with the same numbers.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.phase_diagram``.
 """
 from __future__ import annotations
 

@@ -1,31 +1,11 @@
 """What users see of a suite run: a plain-text table, report.json, report.md, report.html, figures.
 
-``write_report(suite, DIR)`` writes
+``write_report(suite, DIR)`` writes report.json (every claim and check, with provenance, in the
+format of ``docs/report.schema.json``), report.md and a self-contained report.html with the same
+content, every figure as PNG and PDF and the one-page summary; with ``exploration=`` the
+exploration's section and figures too.  Every file is written atomically (``outputs``).
 
-* ``report.json``: the suite (every claim, every check) with ``schema_version``, a
-  ``provenance`` block (package version, git commit, library versions, numba threads,
-  command line, date, environment) and, per claim, its statistic, tolerance policy, budget
-  and checker configuration.  The format is documented by the JSON schema
-  ``docs/report.schema.json`` (a test validates written reports against it);
-* ``report.md`` and ``report.html`` (one self-contained file: CSS inline, figures embedded
-  as base64 PNG) with the same content;
-* every figure as PNG and PDF, and ``summary.png``/``summary.pdf``: one page with every
-  check's standardized deviation from the derived value and its interval.
-
-With ``exploration=`` (an ``explore.SuiteExploration``, data only) the report also renders the
-exploration: its section in report.md/report.html and ``explore_<claim>.png``/``.pdf``.
-
-Every file is written atomically through ``sssn_verify.outputs`` (a temporary file in DIR,
-then a rename), after checking that DIR is a writable folder.
-
-Per-claim figures are drawn from the ``details["figure"]`` entry a check may carry
-(labels are matplotlib mathtext):
-
-* ``{"kind": "loglog", "x", "y", "stderr", "slope", "intercept", "bound", "bound_label", "xlabel", "ylabel"}``
-  (convergence ladders with the fitted slope and the bound's shape);
-* ``{"kind": "decay", "t", "mean", "stderr", "bound", "ylabel"}`` (energy against its bound);
-* ``{"kind": "estimates", "labels", "estimate", "stderr", "expected", "ylabel"}``
-  (Monte Carlo estimates against the formula).
+More (moved from this docstring): docs/modules.md, ``sssn_verify.report``.
 """
 from __future__ import annotations
 

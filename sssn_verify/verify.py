@@ -10,13 +10,7 @@ reports any failure is at most ``alpha``.
 ``campaign(mode, claims, seeds)`` runs the suite at many seeds (``verify --seeds
 0:100``): per-seed suites, and pooled results (see :class:`CampaignResult`).
 
-The unit of work is one claim at one seed, :func:`run_claim` (pure: its value is a
-function of its arguments), submitted through ``sssn_verify.executor``: in this
-process by default, on a dask cluster with ``executor=`` (a worker count, a scheduler
-address, a ``distributed.Client`` or an ``Executor``).  Results are identical either way.
-Other workloads (batches of explored examples) are submitted the same way: one
-:class:`~sssn_verify.executor.Task` per (claim, seed, batch) with a module-level function
-and plain arguments.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.verify``.
 """
 from __future__ import annotations
 

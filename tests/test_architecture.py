@@ -130,3 +130,14 @@ def test_long_module_docstrings_live_in_docs():
         doc = ast.get_docstring(ast.parse(MODULES[f"{PACKAGE}.{module}"].read_text(encoding="utf-8")), clean=False)
         assert len(doc.splitlines()) <= 15, module
         assert "docs/numerics.md" in doc and f"\n## {section}\n" in numerics, module
+
+
+def test_every_module_docstring_stays_short_and_its_long_form_is_in_docs():
+    """Issue 20.5, for the whole package: a module docstring is a summary of about 15 lines (at most
+    18); a module whose note was longer points to its section of docs/modules.md, which exists."""
+    modules = (ROOT.parent / "docs" / "modules.md").read_text(encoding="utf-8")
+    for name, path in MODULES.items():
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")), clean=False) or ""
+        assert len(doc.splitlines()) <= 18, (name, len(doc.splitlines()))
+        if "docs/modules.md" in doc:
+            assert f"``{name}``" in doc and f"\n## `{name}`\n" in modules, name

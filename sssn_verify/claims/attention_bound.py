@@ -7,25 +7,7 @@ derived by sympy from the softmax Jacobian (``symbolic/dissipation.attention_bou
 ``C_att = 0`` for energy-lowering attention (every head ``V_h = 0`` or ``V_h = v_h I``, ``v_h >= 0``,
 with ``Q_h^T K_h = I`` or ``beta = 0``), where ``dE_beta/dt|_att <= 0``.
 
-Evidence (independent of the derivation): the attention dynamics is deterministic, so the exact
-derivative ``d(1 - rho_ij)/dt = -(<P_{x_i} A_i, x_j> + <x_i, P_{x_j} A_j>)`` is computed by the
-engine's attention unit (``numeric/attention.pair_rates``, no time stepping) on seeded random
-configurations: per configuration of the domain (H heads, d, N tokens, beta) ``qkv`` random
-(Q, K, V) triples (entries N(0, 1/d)) and ``tokens`` token sets each (half uniform on the sphere,
-half with a pair 1e-3 apart).  Checks (deterministic; the tolerance is rounding only, 1e-9
-relative):
-
-1. bound: ``max ratio / C_att <= 1`` over all of them;
-2. sharpness, where the derivation says the bound is attained (beta = 0, ``V_h = -v_h I``, two
-   tokens with ``1 - rho = 5e-7``): ``ratio / C_att >= 1 - 1e-5`` (the derived ratio is
-   ``(1 + rho)/2`` of C_att);
-3. zero case: energy-lowering heads (``V_h = v_h I``, ``Q_h = K_h = R_h`` orthogonal) have
-   ``C_att = 0`` and ``dE_beta/dt <= 0``; and ``dE_beta/dt <= C_att E_beta`` for every random
-   configuration, including ``V_h = v_h I`` with ``Q_h^T K_h != I`` and beta > 0 (where C_att > 0).
-
-A bound 10 % too small fails check 2, one 10 % too large fails check 2 as well, one without the
-beta term fails check 1 (the ratio exceeds ``2 S_V`` for beta >= 3), and a zero case extended to
-``Q^T K != I`` fails check 3.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.claims.attention_bound``.
 """
 from __future__ import annotations
 

@@ -1,24 +1,12 @@
 """The Claim: a statement, its derivation and its numeric checker, declared side by side.
 
-A claim module builds one :class:`Claim`::
+A claim module builds one :class:`Claim` (name, statement, derivation, formula, checker,
+statistic, level, tolerance, budgets).  ``Claim.run(mode, seed)`` evaluates the formula *from
+the derivation*, runs the checker at the mode's budget with the key ``as_key(seed, name)`` and
+returns a :class:`ClaimResult`; passing a different ``formula`` feeds that (possibly wrong)
+formula through the very same checker, as the mutation tests do.
 
-    CLAIM = Claim(
-        name="lambda1",
-        statement="The top Lyapunov exponent is ((d-3) k1 - (d-1) k0)/2",
-        derivation="lyapunov",              # sssn_verify.symbolic name (None if no sympy result)
-        formula=lambda: <the derived formula as a fast callable>,
-        checker=check,                      # checker(formula, budget, key, level) -> [CheckResult]
-        statistic="tangent-flow log-growth rate, mean over paths",
-        level=0.999,                        # confidence level of each of its checks
-        tolerance="|mean - formula| <= 0.03 |formula| (time-step bias allowance)",
-        budgets={"quick": {...}, "full": {...}},
-    )
-
-``Claim.run(mode, seed)`` evaluates the formula *from the derivation*, runs the
-checker at the mode's budget with the key ``as_key(seed, name)`` (the checker names its
-sub-streams from it, ``key.child("one-step", i)``) and returns a :class:`ClaimResult`.  Passing a
-different ``formula`` to ``run`` feeds that (possibly wrong) formula through the
-very same checker: this is what the mutation tests do.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.claims.base``.
 """
 from __future__ import annotations
 

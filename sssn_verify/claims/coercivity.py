@@ -4,18 +4,7 @@ Derived (sympy, ``derive("coercivity")``): lambda_bar < 0 iff
   * edge:     (d-1) sw^2 E[phi'(U)^2] < (d-3) E[phi(U)^2],   U ~ N(0, sw^2 + sb^2), and
   * interior: N(rho) = b(rho) + beta a(rho)/2 > 0 on [-1, 1)  (in K(rho), k0, d, beta).
 
-Checkers (the evidence never uses the derivation: ``numeric.layer_rates``, one exact layer of the
-Gaussian transformer with the kernel by quadrature):
-
-* deterministic: the characterization, evaluated with the moments M0 = k0/sa^2,
-  M1 = k1/(sa^2 sw^2) and K(rho) of ``numeric.kernels``, against the sign of the supremum over
-  rho of the exact layer's generator ratio Lf/f, and the edge condition against the sign of
-  that ratio at u = 1e-14, over a grid of activations, d, (sw, sb) and beta (points within
-  max(1e-6, 4 x the stated numerical error) of 0, on the boundary, are skipped);
-* Monte Carlo: N tokens near synchronization; the initial rate of E[E_0] under exact layers
-  (antithetic, Richardson over the step: no time-step bias) must be negative when the edge
-  condition holds and positive when it fails (one-sided z-tests whose null is the predicted
-  direction), Bonferroni.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.claims.coercivity``.
 """
 from __future__ import annotations
 

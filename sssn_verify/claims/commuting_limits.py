@@ -10,15 +10,7 @@ Checker: the observable E[E_0(mu_T)] (the beta = 0 energy at the horizon, engine
 initial tokens (same seed), so each comparison is a paired z-test of per-path differences,
 with an O(1/L) allowance.  Bonferroni over the comparisons.
 
-Report (not a test): the 2-D table of the Theorem-1.1 error over L x m (m = inf included), the
-reference being the SDE with ``n_fine`` steps.  Entry e(L, m) = dep(L) + w(L, m): the depth
-error dep(L) = E max_l |X^{l,L,inf} - X_SDE(l delta)|^2 (the refinement ladder,
-``sde_refinement_ladder(kind="gaussian")``) plus the width error w(L, m) =
-E max_l |X^{l,L,m} - X^{l,L,inf}|^2 (the width coupling, ``simulate_coupled``); each is measured
-under its own coupling, so the glued coupling's E max_l |X^{l,L,m} - X_SDE|^2 is at most
-2 e(L, m).  The surface a log L / L + b / m is fitted to the table by weighted least squares
-(weights 1 / stderr): a, b, their standard errors, chi^2 per degree of freedom and the relative
-RMS residual.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.claims.commuting_limits``.
 """
 from __future__ import annotations
 

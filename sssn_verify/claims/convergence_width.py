@@ -8,16 +8,7 @@ Per path the squared max over layers of max_i |x_i^{l,m} - x_i^{l,inf}|, for a l
 the same paths; the log-log slope of its mean against m is fitted with a paths bootstrap
 (``stats.path_bootstrap_loglog_slope``: widths share paths, so paths are resampled together).
 
-The formula is the claimed exponent ``a`` of the rate m^a (derived: a = -1).  Two one-sided
-tests of the fitted slope, no tolerance beyond their statistical error:
-
-* bound: H0 slope <= a (the error decays at least as fast as m^a; rejects a claimed m^-2);
-* order: H0 slope >= a (the error does not decay faster than m^a, i.e. the rate is attained on
-  the ladder; rejects a claimed m^0, which is a true but loose bound).
-
-The report also says whether the rate looks sharp (the slope's CI contains a), gives the local
-slopes between consecutive widths (a pre-asymptotic curvature shows there) and the minimal
-detectable exponent error at 80 % power.  Several configurations: Bonferroni per test.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.claims.convergence_width``.
 """
 from __future__ import annotations
 

@@ -7,22 +7,7 @@ Every check compares the formula with the *dynamics* (``numeric.layer_rates``), 
 derivation: one exact layer of the Gaussian transformer (m = infinity; kernel K by quadrature for the
 deterministic evidence, the model's own field for the Monte Carlo).
 
-* deterministic: lambda_bar against the supremum over rho of the generator of one exact layer
-  applied to f (the s -> 0 limit of E f(rho') by second differences of the layer map along the
-  eigen-directions of the noise covariance; error ~1e-7 relative, stated per point), and the edge
-  value ``(d-1) k1 - (d-3) k0`` against the same generator at u = 1e-14;
-* Monte Carlo, two-sided (the supremum is attained): two tokens started at the maximizing
-  rho* of the layer (u0 = 1e-10 for the edge limit), the initial rate of E[f(rho_t)] from exact
-  layers with antithetic noise and Richardson extrapolation over delta, delta/2, delta/4 on shared
-  noise (time-step bias O(delta^3), no allowance) and cross-fitted control variates (mean-zero
-  functions of the path's normals); z-tests of rate = lambda_bar, Bonferroni;
-* Monte Carlo, one-sided (the bound): N tokens spread out (uniform) and nearly antipodal (two
-  caps at +-e_1), attention V = v I, Q = K = I (energy-lowering, C_att = 0) where the
-  configuration has v > 0; the same exact-layer initial rate of E[E_beta] must not exceed
-  lambda_bar + C_att (z-tests of the null rate <= bound, Bonferroni).
-
-Every check states its minimal detectable relative error (``CheckResult.min_detectable``, from
-``stats``: rejected with probability 0.9 after Bonferroni; the deterministic one surely).
+More (moved from this docstring): docs/modules.md, ``sssn_verify.claims.dissipation``.
 """
 from __future__ import annotations
 

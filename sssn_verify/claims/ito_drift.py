@@ -2,20 +2,7 @@
 
     c(x) = -Sigma x - tr(Sigma)/2 x + (3/2)(x^T Sigma x) x,   Sigma = k0 I:  c(x) = -(d-1) k0/2 x.
 
-Checkers (all Richardson-extrapolated over (delta, 2 delta) on common random numbers,
-which removes the O(delta) bias of the one-step mean; O(delta^2) ~ 1e-4 relative is left, so
-the tolerance is statistical only):
-
-* isotropic, the check with power (also ``check ito_drift``): one exactly sampled layer of the
-  noise-only Gaussian transformer from x = e1 (``numeric/one_step.py``, the model's own
-  sampler), statistic ``(<x', x> - 1)/delta``, many paths;
-* isotropic, with the real noise: one layer of the finite-width transformer (engine,
-  attention off, width m, horizon delta) from x = e1; statistic ``(<x', x> - 1)/delta``,
-  whose linear term vanishes identically, so its variance is O(1); z-test against gamma(d, k0)
-  with k0 from ``numeric.kernels``;
-* general Sigma: Gaussian g ~ N(0, Sigma) with a random SPD Sigma at a random x;
-  statistic ``(Pi(x + sqrt(delta) g) - x - sqrt(delta) P_x g)/delta`` (the mean-zero
-  linear term subtracted), every coordinate z-tested against c(x), Bonferroni over them.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.claims.ito_drift``.
 """
 from __future__ import annotations
 

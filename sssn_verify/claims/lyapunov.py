@@ -2,18 +2,7 @@
 
     lambda_1 = ((d-3) k1 - (d-1) k0) / 2        (sympy: tangent flow and two-point routes agree).
 
-Checkers (z-tests against the formula evaluated at k0, k1 from ``numeric.kernels``):
-
-* **one exactly sampled layer** (the check with power; also ``check lyapunov``): the noise-only
-  Gaussian transformer's law is rotation invariant and fresh at every layer, so its
-  per-layer log-growths of |v| are i.i.d. and its exponent at step h is exactly
-  ``E log|v'| / h`` for one layer (``numeric/one_step.py``: the model's own tangent step, the
-  mean-zero linear term subtracted as a control variate, averaged over k tangent vectors).
-  Richardson ``2 Y(h) - Y(2h)`` on the same normals removes the O(h) time-step bias (O(h^2) is
-  left, ~1e-5 relative at the noise per step used), so the tolerance is statistical only;
-* the engine's tangent flow over a horizon (Benettin renormalisation, exact Jacobians) of the
-  *finite-width* transformer and of the Gaussian transformer: the models agree over many
-  layers, within a stated O(T/L) time-step allowance (a consistency check with little power).
+More (moved from this docstring): docs/modules.md, ``sssn_verify.claims.lyapunov``.
 """
 from __future__ import annotations
 

@@ -11,16 +11,7 @@ tokens (one seed: the two arms are paired), with the MLP noise (sigma_a) and wit
 ``E_0 = (1/(2N^2)) sum_{i,j} (1 - rho_ij)`` is at least ``k (N - k)/N^2 (1 - rho)`` for two
 clusters of k and N - k tokens at overlap rho).  tau = the first such time.
 
-1. The claimed effect: ``s (p_noise - p_att) >= margin`` with p the probability of one cluster by
-   T (derived-formula slot: ``(s, margin) = (+1, 1/2)``).  Agresti-Caffo estimate and standard error
-   of the difference (one success and one failure added to each arm: valid at 0 and 1), one-sided
-   z-test whose null is the claim; it fails when the difference is significantly below the margin.
-2. The time to one cluster with noise is finite: ``P(tau <= T) >= 1/2`` (Agresti-Coull estimate,
-   one-sided z-test whose null is the claim).
-
-Reported: the empirical laws of tau in both arms at T/4, T/2, 3T/4, T, the quantiles of tau with
-noise, the number of clusters (single-linkage, ``1 - rho < 0.05``) of the attention-only runs at T
-and at 10 T (metastability), and the minimal detectable shortfall (power 0.8 at the level).
+More (moved from this docstring): docs/modules.md, ``sssn_verify.claims.metastability``.
 """
 from __future__ import annotations
 

@@ -10,14 +10,7 @@ exact layers of the Gaussian transformer (the model's own sampler, which knows t
 and nothing of oddness), from a pair that is nearly ANTIPODAL, 1 + rho0 = 1e-10 (or rho0 = -rho* when the
 supremum sits inside): by the symmetry the derivation claims, the rates there are those of the diagonal.
 
-* the initial log-rate d/dt log E[1 - rho_t^2] at t = 0 equals lambda_bar_proj (two-sided z-test);
-* the initial rate d/dt E[log sin theta_t] (theta the projective distance, sin^2 theta = 1 - rho^2)
-  equals lambda_proj (two-sided z-test).
-
-Both through ``numeric.layer_rates.rate_estimate`` (``experiments.pair_layer``): antithetic noise,
-Richardson over delta, delta/2, delta/4 on shared normals (time-step bias O(delta^3), no allowance),
-cross-fitted control variates.  Bonferroni over the sub-tests of each check; every check states its
-minimal detectable relative error (``min_detectable``, power 0.9).
+More (moved from this docstring): docs/modules.md, ``sssn_verify.claims.projective``.
 """
 from __future__ import annotations
 

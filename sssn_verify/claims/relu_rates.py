@@ -3,17 +3,7 @@
     lambda_1    = -(sa^2/4) (2 sw^2 + (d-1) sb^2)            < 0 always;
     lambda_edge =  (sa^2/2) (2 sw^2 - (d-3) sb^2)            < 0  iff  d > 3 and sb/sw > sqrt(2/(d-3)).
 
-Checkers:
-
-* deterministic, against the dynamics (one exact Gaussian layer, kernel by quadrature, never a
-  derived formula): the explicit lambda_1 against the drift of log|x - y| and the explicit
-  lambda_edge against the generator applied to f, both at u = 1e-14 (``numeric.layer_rates``:
-  ``edge_log_drift``, ``edge_ratio``), within their stated errors; the derived sign pattern
-  against the signs of those layer values on a grid of (d, sigma_b/sigma_w);
-* Monte Carlo: lambda_1 and lambda_edge as the initial rates of E log|x - y| and E f(rho_t) of two
-  tokens at u0 = 1e-10 under exact layers (antithetic, Richardson over the step on shared
-  noise, control variates: no allowance), two-sided z-tests, Bonferroni; each states its
-  minimal detectable relative error.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.claims.relu_rates``.
 """
 from __future__ import annotations
 

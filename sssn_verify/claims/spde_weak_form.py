@@ -7,20 +7,7 @@
 SDE in the coordinates of R^{N d}; the bridge turns its three parts (transport, projection drift
 ``gamma x``, second-order term ``tr(Hess Phi Sigma)/2``) into numbers.
 
-Evidence (independent of the derivation: only the Gaussian transformer's layer, the engine's
-field sampler and the kernel by quadrature): ``d/dt E Phi(X_t)`` at t = 0 from one exact layer
-``x' = Pi(y + sqrt(delta) G(y))``, ``y = Pi(x + delta A(x))``, per path with the same standard
-normals for ``delta, delta/2, delta/4`` (shared noise) and for ``+-G`` (antithetic: the per-path
-statistic is O(1), not O(delta^{-1/2})), Richardson-combined so that the time-step bias is
-O(delta^3) (``numeric/layer_rates.initial_functional_rate_paths``; delta = ``default_delta``, the
-step scaled to the model's rates, unless the budget sets ``delta``).  Test functionals: ``<a, x>``,
-``<a, x>^2`` (random unit a) and the pair functional ``sum_{i<j} (1 - e^{-beta(1 - rho_ij)})/beta``;
-random tokens and random attention (Q, K, V entries N(0, 1/d)).
-
-Statistic: per functional a two-sided z-test of ``mean = derived drift`` (no allowance: the bias
-is removed), Bonferroni over the functionals and configurations.  The minimal detectable error (power 0.8 at
-the claim's level) is reported per functional; it is below the size of the Itô correction terms,
-so a drift without the second-order term, or without the projection drift ``gamma x``, is rejected.
+More (moved from this docstring): docs/modules.md, ``sssn_verify.claims.spde_weak_form``.
 """
 from __future__ import annotations
 

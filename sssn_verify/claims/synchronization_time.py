@@ -6,18 +6,7 @@ rate sigma^2 = k0 + k1 (derived), so the first-passage time tau from eps0 down t
 Gaussian (mean a/|lambda_1|, shape a^2/sigma^2, a = log(eps0/eps)) when lambda_1 < 0, and is
 finite with probability (eps0/eps)^(-2 lambda_1/sigma^2) when lambda_1 > 0.
 
-Checker: two-token runs of the Gaussian transformer (noise only) started eps0 apart
-(``sync_time.first_passage_times``: Brownian-bridge monitoring between layers, so the discrete
-monitoring bias is O(step)), censored at a fixed horizon T.  Small-distance regime: eps0 <= 1e-4,
-where the kernel's remainder (relative size ~ distance) is far below the test's resolution, and
-upward excursions to distances 1e-2 have probability < 1e-5 (lambda_1 < 0 configuration).
-Tests per configuration, Bonferroni over all:
-
-* a Kolmogorov-Smirnov test of the censored sample against the predicted (possibly defective)
-  CDF (conservative: the supremum runs over t < T only);
-* lambda_1 < 0: z-tests of the mean and of the standard deviation of min(tau, T) against the
-  law's (numerical integrals of the derived CDF), with an allowance for the O(step) bias;
-* lambda_1 > 0: z-test of the fraction of paths synchronized by T against F(T).
+More (moved from this docstring): docs/modules.md, ``sssn_verify.claims.synchronization_time``.
 """
 from __future__ import annotations
 

@@ -8,21 +8,7 @@ An O(d)-equivariant Gaussian field F on the sphere has
 s1 = (b + c + e + f)(1); the projected noise P_x F(x) has covariance a(1) P_x, so the one-point drift is
 gamma x with gamma fixed by |X| = 1 (as in ``two_point``), with a(1) in place of k0.
 
-Method (nothing typed in): Itô's formula for rho = <x, y> in explicit coordinates d = 2..7 at x = e1,
-y = rho e1 + sqrt(1-rho^2) e2 with the exact joint covariance of (P_x W(x), P_y W(y)) built from the
-tensor; every coefficient is affine in d (the same block argument as ``two_point``), fitted on d = 2, 3
-and checked on d = 4..7.  Then:
-
-* the special case b = c = e = f = 0, a(1) = k0, a(rho) = K(rho) must give ``two_point``'s b and a
-  symbol for symbol (checked: the difference is 0);
-* `rqf`: the layer noise Q x with Q = S (B + B^T)/2, B with i.i.d. standard Gaussian entries; its
-  covariance tensor is computed from E[B_ik B_jl] = delta_ij delta_kl in explicit coordinates
-  (d = 2, 3, 4) and matched to the tensor form: a(rho) = S^2 rho / 2, c = S^2/2, b = e = f = 0;
-* for `rqf`: the two-point coefficients, lambda_1 from the small-distance limit (as
-  ``lyapunov.lambda1_two_point``), the one-point generator (a(1)/2 times the Laplace-Beltrami operator: a
-  Brownian motion on the sphere, uniform stationary law), the projective coefficients of r = rho^2
-  (``projective``'s Itô step), the projective rate L f / f for f = 1 - r and its supremum over rho in
-  [0, 1), the projective exponent.  The field is odd (F(-x) = -F(x) exactly: Q(-x) = -Qx).
+More (moved from this docstring): docs/modules.md, ``sssn_verify.symbolic.general_field``.
 """
 from __future__ import annotations
 
