@@ -22,6 +22,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
+import pair_step
+
 import sssn_verify as sv
 from sssn_verify.bridge import compile_expression
 from sssn_verify.numeric.rng import as_key
@@ -106,31 +108,8 @@ def test_oddness_from_the_expression(spec, odd):
 
 
 # ----------------------------------------------------------------------------- Monte Carlo of pairs
-def one_step_r_moments(gen, dim, r, kk0, K, h, n):
-    """(mean, se) of (dr - control)/h and of dr^2/h for the projected step, r = rho^2."""
-    x = np.zeros(dim)
-    x[0] = 1.0
-    y = np.zeros(dim)
-    y[0], y[1] = r, math.sqrt(1 - r * r)
-    z1 = gen.standard_normal((n, dim))
-    z2 = gen.standard_normal((n, dim))
-    gx = math.sqrt(h * kk0) * z1
-    gy = math.sqrt(h) * (K / math.sqrt(kk0) * z1 + math.sqrt(kk0 - K * K / kk0) * z2)
-    X = x + gx
-    Y = y + gy
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    Y /= np.linalg.norm(Y, axis=1, keepdims=True)
-    dr = np.einsum("ij,ij->i", X, Y)**2 - r * r
-    control = 2 * r * (gx @ (y - r * x) + gy @ (x - r * y))
-    m1 = (dr - control) / h
-    m2 = dr**2 / h
-    return (m1.mean(), m1.std(ddof=1) / math.sqrt(n)), (m2.mean(), m2.std(ddof=1) / math.sqrt(n))
-
-
 def extrapolated(gen, dim, r, kk0, K, h=2e-3, n=300_000):
-    (a1, s1), (b1, t1) = one_step_r_moments(gen, dim, r, kk0, K, h, n)
-    (a2, s2), (b2, t2) = one_step_r_moments(gen, dim, r, kk0, K, h / 2, n)
-    return (2 * a2 - a1, math.sqrt(4 * s2**2 + s1**2)), (2 * b2 - b1, math.sqrt(4 * t2**2 + t1**2))
+    return pair_step.extrapolated(gen, dim, r, kk0, K, h, n, square=True)
 
 
 @pytest.mark.parametrize("dim, r, sw", [(4, 0.5, 1.0), (6, -0.7, 1.5)])

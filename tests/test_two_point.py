@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
+import pair_step
+
 from sssn_verify.symbolic import derive
 from sssn_verify.symbolic.two_point import (Krho, attention_rho_identity, d, k0, noise_coefficients, rho,
                                             two_point_noise_explicit)
@@ -79,33 +81,8 @@ def tanh_kernel(r, sw, sb, sa, n=120):
     return sa**2 * float(np.sum(W * np.tanh(U) * np.tanh(V)))
 
 
-def one_step_moments(rng, dim, r, kk0, K, h, n):
-    """(mean, se) of (drho - control)/h and of drho^2/h for the projected step."""
-    x = np.zeros(dim)
-    x[0] = 1.0
-    y = np.zeros(dim)
-    y[0], y[1] = r, math.sqrt(1 - r * r)
-    z1 = rng.standard_normal((n, dim))
-    z2 = rng.standard_normal((n, dim))
-    gx = math.sqrt(h * kk0) * z1
-    gy = math.sqrt(h) * (K / math.sqrt(kk0) * z1 + math.sqrt(kk0 - K * K / kk0) * z2)
-    X = x + gx
-    Y = y + gy
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    Y /= np.linalg.norm(Y, axis=1, keepdims=True)
-    drho = np.einsum("ij,ij->i", X, Y) - r
-    control = gx @ (y - r * x) + gy @ (x - r * y)
-    m1 = (drho - control) / h
-    m2 = drho**2 / h
-    return (m1.mean(), m1.std(ddof=1) / math.sqrt(n)), (m2.mean(), m2.std(ddof=1) / math.sqrt(n))
-
-
 def extrapolated(rng, dim, r, kk0, K, h=2e-3, n=400_000):
-    (a1, s1), (b1, t1) = one_step_moments(rng, dim, r, kk0, K, h, n)
-    (a2, s2), (b2, t2) = one_step_moments(rng, dim, r, kk0, K, h / 2, n)
-    drift = (2 * a2 - a1, math.sqrt(4 * s2**2 + s1**2))
-    diff = (2 * b2 - b1, math.sqrt(4 * t2**2 + t1**2))
-    return drift, diff
+    return pair_step.extrapolated(rng, dim, r, kk0, K, h, n)
 
 
 CASES = [  # (name, dim, rho, kernel oracle, sigmas)
