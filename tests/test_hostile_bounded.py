@@ -139,14 +139,16 @@ def test_candidate_tower_is_exit_2(capsys):
 
 
 def test_infinite_candidate_is_named_as_such(capsys):
+    # every parameter pinned (the activation too: unpinned it is searched, and a point where the candidate
+    # is undefined is then a counterexample, as in the test below)
     assert_one_line_exit_2(*run(["check", "kernel", "--candidate", "exp(exp(exp(exp(rho+2))))", "--rho", "0.5",
-                                 "--sigma-w", "1", "--sigma-b", "0", "--sigma-a", "1"], capsys),
+                                 "--activation", "relu", "--sigma-w", "1", "--sigma-b", "0", "--sigma-a", "1"], capsys),
                            says=r"infinite .* at rho = 0\.5")
 
 
 def test_undefined_candidate_is_bad_input_naming_the_point(capsys):
     assert_one_line_exit_2(*run(["check", "kernel", "--candidate", "sqrt(rho-0.5)", "--rho", "0.3",
-                                 "--sigma-w", "1", "--sigma-b", "0", "--sigma-a", "1"], capsys),
+                                 "--activation", "relu", "--sigma-w", "1", "--sigma-b", "0", "--sigma-a", "1"], capsys),
                            says=r"undefined .* at rho = 0\.3")
 
 
