@@ -45,10 +45,13 @@ class SuiteResult:
     timings: list[dict[str, Any]] = field(default_factory=list)
     executor: dict[str, Any] = field(default_factory=dict)
     interrupted: list[str] = field(default_factory=list)   # claims not run: Ctrl-C stopped the suite
+    #: every claim ran but Ctrl-C stopped the exploration of their domains that followed
+    exploration_interrupted: bool = False
 
     @property
     def passed(self) -> bool:
-        return bool(self.results) and not self.interrupted and all(r.passed for r in self.results)
+        return (bool(self.results) and not self.interrupted and not self.exploration_interrupted
+                and all(r.passed for r in self.results))
 
     @property
     def verdict_text(self) -> str:
@@ -58,6 +61,10 @@ class SuiteResult:
             failed = sum(not r.passed for r in self.results)
             return (f"PARTIAL: interrupted after {len(self.results)} of {n} claims "
                     f"({failed} of them failed; not run: {', '.join(self.interrupted)})")
+        if self.exploration_interrupted:
+            failed = sum(not r.passed for r in self.results)
+            return (f"PARTIAL: all {len(self.results)} claims ran ({failed} of them failed); the exploration "
+                    "of their domains was interrupted")
         return "all claims passed" if self.passed else "SOME CLAIMS FAILED"
 
     @property
@@ -86,6 +93,7 @@ class SuiteResult:
             "unavailable": self.unavailable,
             "executor": self.executor, "timings": self.timings,
             **({"interrupted": list(self.interrupted)} if self.interrupted else {}),
+            **({"interrupted": ["exploration"]} if self.exploration_interrupted else {}),
         })
 
 

@@ -99,3 +99,36 @@ def test_ctrl_c_in_verify_writes_the_finished_claims_as_a_partial_report(tmp_pat
     md = (rep / "report.md").read_text()                 # Markdown escapes ':' and '(': rendered the same
     assert "**Verdict: PARTIAL" in md and "interrupted after 1 of 3 claims" in md
     assert "kernel" in res.stdout and not list(tmp_path.glob(".rep.partial-*"))
+
+
+EXPLORING = r"""
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+import sssn_verify.explore as E
+def explore_suite(*args, **kwargs):                        # Ctrl-C as the exploration starts
+    os.kill(os.getpid(), signal.SIGINT)
+    raise AssertionError("SIGINT was not delivered")
+E.explore_suite = explore_suite
+from sssn_verify.cli import main
+sys.exit(main(["verify", "--quick", "--claim", "kernel", "--no-progress", "--report", sys.argv[1]]))
+"""
+
+
+def test_ctrl_c_while_exploring_keeps_every_claim_in_a_partial_report(tmp_path):
+    """Ctrl-C after the claims, during the exploration: the report holds every claim, says the
+    exploration was interrupted (report.json 'interrupted': ['exploration'], passed false), exit 130."""
+    import json
+
+    import jsonschema
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
+    rep = tmp_path / "rep"
+    res = subprocess.run([sys.executable, "-c", EXPLORING, str(rep)], capture_output=True, text=True,
+                         timeout=600, env=env, cwd=tmp_path)
+    assert res.returncode == 130 and "Traceback" not in res.stderr, (res.returncode, res.stderr[-2000:])
+    assert res.stderr.strip().splitlines()[-1] == (f"sssn-verify verify: interrupted after all 1 claims, during "
+                                                   f"the exploration; partial report in {rep}")
+    data = json.loads((rep / "report.json").read_text())
+    jsonschema.validate(data, json.loads((ROOT / "docs" / "report.schema.json").read_text()))
+    assert data["passed"] is False and data["interrupted"] == ["exploration"]
+    assert [c["name"] for c in data["claims"]] == ["kernel"]
+    assert "the exploration of their domains was interrupted" in (rep / "report.html").read_text()

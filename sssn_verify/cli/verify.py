@@ -84,7 +84,11 @@ def run(args: argparse.Namespace) -> int:
                                alpha=alpha, executor=ex)
             except VerifyInterrupted as exc:      # Ctrl-C: the finished claims still reach the user
                 return _partial(args, exc.suite, staged)
-            exploration = _explore(args, alpha, ex, staged)
+            try:
+                exploration = _explore(args, alpha, ex, staged)
+            except KeyboardInterrupt:             # Ctrl-C while exploring: every claim's result is kept
+                suite.exploration_interrupted = True
+                return _partial(args, suite, staged)
             paths = (write_report(suite, staged, command=getattr(args, "argv", None), exploration=exploration)
                      if staged else None)
             if staged:
@@ -140,8 +144,9 @@ def _partial(args, suite, staged) -> int:
         sys.stdout.flush()
     finally:
         signal.signal(signal.SIGINT, old)
-    print(f"sssn-verify verify: interrupted after {len(suite.results)} of "
-          f"{len(suite.results) + len(suite.interrupted)} claims{where}", file=sys.stderr)
+    done = (f"all {len(suite.results)} claims, during the exploration" if suite.exploration_interrupted else
+            f"{len(suite.results)} of {len(suite.results) + len(suite.interrupted)} claims")
+    print(f"sssn-verify verify: interrupted after {done}{where}", file=sys.stderr)
     return 130
 
 
