@@ -34,7 +34,7 @@ DEFAULT_EXAMPLES = 60
 #: a kernel table, ~0.3-1 s): sigma_w and sigma_b on a SIGMA_GRID_QUADRATURE^2 grid (at most that
 #: many tables), fewer examples and shrinking evaluations keep a check near a minute
 DEFAULT_EXAMPLES_QUADRATURE = 40
-SIGMA_GRID_QUADRATURE = 4
+from .strategies import SIGMA_GRID_QUADRATURE  # noqa: E402  (the one grid of check and find)
 MAX_SHRINK_EVALS_QUADRATURE = 24
 #: at most this many evidence runs screen points per check (Monte Carlo evidence)
 MAX_SCREENS = 5

@@ -221,18 +221,52 @@ def _narrow(domain: dict[str, list], assumption: Statement | None) -> dict[str, 
     return domain
 
 
+def needs_quadrature(activation: str) -> bool:
+    """True when the activation's kernel is built by quadrature (one table per (sigma_w, sigma_b))."""
+    from .errors import SSSNError
+    from .numeric.kernels import kernel
+    try:
+        return kernel(activation, 1.0, 0.5, 1.0).method != "closed form"
+    except SSSNError:           # not computable at this reference point: the search says where
+        return True
+
+
+def _grid(lo: float, hi: float, lo_open: bool, hi_open: bool, n: int) -> list[float]:
+    """n evenly spaced values over [lo, hi]; an open end is replaced by the point half a step inside."""
+    step = (hi - lo) / (n - 1)
+    vals = [lo + i * step for i in range(n)]
+    if lo_open:
+        vals[0] = lo + step / 2
+    if hi_open:
+        vals[-1] = hi - step / 2
+    return vals
+
+
 def _strategy(domain: dict[str, list], activations: Sequence[str]):
+    """The search's points: the activation (shrinking towards the first), d an integer, the other
+    parameters uniform over their ranges; for an activation whose kernel needs quadrature sigma_w and
+    sigma_b take SIGMA_GRID_QUADRATURE evenly spaced values each (as in ``check``), so that at most
+    that many squared kernel tables are built."""
     from hypothesis import strategies as st
-    out = {"activation": st.sampled_from(list(activations))}
-    for name, (lo, hi, lo_open, hi_open) in domain.items():
+
+    from .strategies import SIGMA_GRID_QUADRATURE
+
+    def axis(name, lo, hi, lo_open, hi_open, grid):
         if name == "d":
-            out[name] = st.integers(int(lo), int(hi))
-        elif lo == hi:
-            out[name] = st.just(float(lo))
-        else:
-            out[name] = st.floats(float(lo), float(hi), exclude_min=lo_open, exclude_max=hi_open,
-                                  allow_nan=False, allow_infinity=False, allow_subnormal=False)
-    return st.fixed_dictionaries(out)
+            return st.integers(int(lo), int(hi))
+        if lo == hi:
+            return st.just(float(lo))
+        if grid and name in ("sigma_w", "sigma_b"):
+            return st.sampled_from(_grid(float(lo), float(hi), lo_open, hi_open, SIGMA_GRID_QUADRATURE))
+        return st.floats(float(lo), float(hi), exclude_min=lo_open, exclude_max=hi_open,
+                         allow_nan=False, allow_infinity=False, allow_subnormal=False)
+
+    per = {a: st.fixed_dictionaries({"activation": st.just(a),
+                                     **{n: axis(n, *r, needs_quadrature(a)) for n, r in domain.items()}})
+           for a in activations}
+    if len(per) == 1:
+        return next(iter(per.values()))
+    return st.sampled_from(list(per)).flatmap(per.__getitem__)
 
 
 def all_activations() -> tuple[str, ...]:
@@ -379,6 +413,11 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
             raise _Counterexample()
 
     notes = []
+    quad = [a for a in acts if needs_quadrature(a)]
+    if quad:
+        from .strategies import SIGMA_GRID_QUADRATURE as G
+        notes.append(f"{', '.join(quad)}: kernel by quadrature, so sigma_w and sigma_b were searched on a {G} x {G} "
+                     "grid over their ranges (at most that many kernel tables)")
     proj = sorted(stmt.names & {"lambda_bar_proj", "lambda_proj"})
     if proj:
         notes.append(f"{', '.join(proj)}: defined for odd fields only (phi odd, sigma_b = 0) and undetermined "

@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 CLOSED_FORM_ACTIVATIONS = ("relu", "leaky_relu:0.1", "leaky_relu:0.3", "abs", "identity", "erf",
                            "sin:1", "cos:1", "sin:3", "heaviside")
 QUADRATURE_ACTIVATIONS = ("tanh", "gelu", "silu", "softplus", "u*erf(u)")
+#: searches (check, find) put sigma_w and sigma_b of an activation whose kernel needs quadrature
+#: (one kernel table, ~0.3-1 s, per (sigma_w, sigma_b) pair) on this many evenly spaced values each
+SIGMA_GRID_QUADRATURE = 4
 SMOOTH_ACTIVATIONS = ("relu", "leaky_relu:0.1", "identity", "erf", "tanh", "gelu", "silu",
                       "softplus", "sin:1")
 

@@ -111,3 +111,29 @@ def test_bad_assumption_and_cli_exit_2(capsys):
     assert main(["find", "lambda1 <", "--json"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_quadrature_activations_search_sigmas_on_the_grid_and_say_so():
+    """Issue 22 (find answers in seconds): an activation whose kernel needs quadrature builds one table
+    per (sigma_w, sigma_b), so find searches those two on check's grid (SIGMA_GRID_QUADRATURE values
+    each, an open end moved half a step inside) and says so; closed-form activations stay continuous."""
+    from hypothesis import given, settings
+
+    from sssn_verify.explore import _grid, _strategy
+    from sssn_verify.strategies import SIGMA_GRID_QUADRATURE as G
+    dom = {"d": [2, 64, False, False], "sigma_w": [0.05, 3.0, False, False], "sigma_b": [0.0, 3.0, True, False],
+           "sigma_a": [0.05, 3.0, False, False], "beta": [0.0, 20.0, False, False]}
+    grid_w, grid_b = _grid(0.05, 3.0, False, False, G), _grid(0.0, 3.0, True, False, G)
+    assert len(grid_w) == G and grid_w[0] == 0.05 and grid_w[-1] == 3.0 and 0 < grid_b[0] < grid_b[1]
+    seen = {"tanh": set(), "relu": set()}
+
+    @settings(max_examples=60, derandomize=True, database=None, deadline=None)
+    @given(_strategy(dom, ["tanh", "relu"]))
+    def draw(point):
+        seen[point["activation"]].add((point["sigma_w"], point["sigma_b"]))
+        if point["activation"] == "tanh":
+            assert point["sigma_w"] in grid_w and point["sigma_b"] in grid_b, point
+    draw()
+    assert 1 <= len(seen["tanh"]) <= G * G and len(seen["relu"]) > G * G
+    res = find("k0 > 0", activation="tanh", max_examples=8)
+    assert any(f"{G} x {G} grid" in n for n in res.notes), res.notes
