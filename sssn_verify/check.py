@@ -412,8 +412,8 @@ def judge_point(claim, cand: Candidate, point: dict[str, Any], seed, level: floa
 
 
 def _closed_form(activation: str) -> bool:
-    from .numeric.kernels import kernel
-    return kernel(activation, 1.0, 0.5, 1.0).method == "closed form"
+    from .numeric.kernels import has_closed_form
+    return has_closed_form(activation)
 
 
 def _key(point: dict[str, Any]) -> tuple:

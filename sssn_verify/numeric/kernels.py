@@ -167,6 +167,12 @@ def _kernel_cached(name, sw, sb, sa, force_quadrature, hkey=()) -> KernelFunctio
                           base["error_bound"] * scale, table, hidden)
 
 
+def has_closed_form(activation) -> bool:
+    """True when `activation`'s kernel is a closed form (probed at sigma_w = 1, sigma_b = 0.5), False when
+    it is built by quadrature: one table per (sigma_w, sigma_b), which the searches keep few."""
+    return kernel(activation, 1.0, 0.5, 1.0).method == "closed form"
+
+
 def kernel_constants(activation, sigma_w=1.0, sigma_b=0.0, sigma_a=1.0, *, hidden=()) -> tuple[float, float]:
     """(k0, k1) as floats (k1 = inf for a jump)."""
     kf = kernel(activation, sigma_w, sigma_b, sigma_a, hidden=hidden)
