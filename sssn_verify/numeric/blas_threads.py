@@ -1,8 +1,8 @@
-"""One level of parallelism on the cores: numba's threads over paths, BLAS single-threaded.
+"""One level of parallelism on the cores: threads over paths, BLAS single-threaded.
 
-The engine's kernels run one path per numba thread, and inside a path the matrix products
-go to BLAS (numba's ``np.dot``, scipy's OpenBLAS).  A multi-threaded BLAS called from every
-numba thread at once oversubscribes the cores (2 x 2 threads on a 2-core machine), so while
+The engine's kernels run path ranges on ``numba.get_num_threads()`` threads
+(``driver.PathKernel``), and inside a path the matrix products go to BLAS (numba's
+``np.dot``, scipy's OpenBLAS).  A multi-threaded BLAS called from every such thread at once oversubscribes the cores (2 x 2 threads on a 2-core machine), so while
 a parallel kernel runs, :func:`single_threaded_blas` sets the OpenBLAS libraries loaded in
 the process to one thread and restores their count afterwards.  With one numba thread the
 kernel runs one path at a time and BLAS keeps its own threads (the other split; the

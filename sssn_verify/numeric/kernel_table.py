@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 _HEADER = 4
 
@@ -53,12 +53,12 @@ def table_kernel(table, rho):
     return table[0] - table_gap(table, 1.0 - rho)
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def table_kernel_matrix(table, gram):
     """K(G_ij) for a Gram matrix G of unit vectors (N x N), symmetric by construction."""
     n = gram.shape[0]
     out = np.empty((n, n))
-    for i in prange(n):
+    for i in range(n):
         for j in range(n):
             if j < i:
                 continue
