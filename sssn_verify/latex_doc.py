@@ -197,16 +197,17 @@ def claims_section(report: dict[str, Any] | None = None) -> str:
             checks_of.setdefault(c, []).append(name)
     for c in claims.values():
         k = label_key(c.name)
-        body = [f"\\begin{{claimenv}}[\\texttt{{{latex_text(c.name)}}}]\\label{{claim:{k}}}"]
+        body = [f"\\begin{{claimenv}}[\\texttt{{{latex_text(c.name)}}}]\\label{{claim:{k}}}",
+                f"\\emph{{{prose(c.title)}.}} {prose(c.statement)}"]
         targets = checks_of.get(c.name, [])
         if targets:
             refs = [f"Result~\\ref{{res:{label_key(t)}}}" for t in targets if t != "kernel"]
             if "kernel" in targets:
                 refs.insert(0, "the kernel results of Section~\\ref{sec:kernel}")
-            body.append("Checks " + ", ".join(refs) + ".")
+            body.append("It checks " + ", ".join(refs) + ".")
         else:
-            body.append("Checks a stated bound that is not derived symbolically (a rate of convergence); "
-                        "the report marks it as stated, not derived.")
+            body.append("It checks a stated bound that is not derived symbolically; the report marks it as "
+                        "stated, not derived.")
         v = verdicts.get(c.name)
         if v is not None:
             ci = v.get("ci")

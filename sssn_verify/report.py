@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .escape import html as _escape_html
+from .tex_mathml import prose_html
 from .escape import markdown as _escape_md
 from .outputs import check_folder, write_atomic
 from .errors import OutputError
@@ -393,7 +394,7 @@ th{background:#f3f3f3}code{font-size:0.9em;background:#f6f6f6;padding:0 0.2em;wo
 figure{margin:1rem 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{font-size:0.85rem;color:#555}
 dl{display:grid;grid-template-columns:max-content auto;gap:0.2rem 1rem}dt{font-weight:600}dd{margin:0}
 math{font-size:1.05em}.result{margin:0.6rem 0;overflow-x:auto;overflow-y:hidden}table.kv caption{text-align:left;font-weight:600;
-padding:0.2rem 0}td math{display:inline}"""
+padding:0.2rem 0}td math{display:inline}.lhs{white-space:nowrap}"""
 
 
 def _tables(r):
@@ -447,7 +448,8 @@ def result_html(r, *, short: bool = False) -> str:
     if short and len(sp.sstr(der.result)) > _LONG_RESULT:
         lhs = der.lhs if isinstance(der.lhs, tuple) else (der.lhs,)
         if all(x is not None for x in lhs):
-            return ", ".join(mathml(None, lhs=x) for x in lhs) + f' (<a href="#{_e(r.name)}">below</a>)'
+            return ('<span class="lhs">' + ", ".join(mathml(None, lhs=x) for x in lhs)
+                    + f' (<a href="#{_e(r.name)}">below</a>)</span>')
         return f'<a href="#{_e(r.name)}">see below</a>'
     return "".join(result_mathml(der, display=not short))
 
@@ -556,8 +558,8 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
     by_name = {c["name"]: c for c in data["claims"]}
     for r in suite.results:
         c = by_name.get(r.name, {})
-        h += [f'<h2 id="{_e(r.name)}">{_e(r.name)}: {_e(r.title)}</h2>',
-              f"<p><strong>Statement.</strong> {_e(r.statement)}</p>",
+        h += [f'<h2 id="{_e(r.name)}">{_e(r.name)}: {prose_html(r.title)}</h2>',
+              f"<p><strong>Statement.</strong> {prose_html(r.statement)}</p>",
               (f"<div class=\"result\"><strong>{'Derived result' if _kind(r) == 'sympy' else 'Stated bound'}."
                f"</strong> {result_html(r)}</div>"),
               f"<p><strong>Statistic.</strong> {_e(c.get('statistic') or '-')}</p>",
@@ -778,6 +780,8 @@ def _figures(suite, out: Path):
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from .symbolic.derivation import plain_text
+
     made: dict[str, list[dict[str, str]]] = {}
     images: dict[str, bytes] = {}
     for r in suite.results:
@@ -785,7 +789,7 @@ def _figures(suite, out: Path):
             spec = c.details.get("figure")
             if not isinstance(spec, dict):
                 continue
-            fig = _check_figure(plt, np, r.name, r.title, c, spec)
+            fig = _check_figure(plt, np, r.name, plain_text(r.title), c, spec)
             if fig is None:
                 continue
             try:

@@ -287,17 +287,41 @@ def real_page(tmp_path_factory):
 def test_html_renders_derived_results_as_mathml_with_no_python_or_json(real_page):
     page, _ = real_page
     seen = _Visible(page)
-    # the claims' statements are hand-written ASCII prose (issue 23 leaves them to the claims' owners)
-    results = _Visible(re.sub(r"<p><strong>Statement\.</strong>.*?</p>", "", page))
+    results = seen
+    # the claims' titles and statements (LaTeX prose) as MathML: no ASCII or TeX mathematics left
+    prose = _Visible("".join(re.findall(r"<h2 id=.*?</h2>|<p><strong>Statement\.</strong>.*?</p>", page, re.S)))
+    assert prose.tags.count("math") >= 10, prose.tags
+    for bad in ("rho", "sigma", "lambda", "<=", "$", "\\frac", "||", "^"):
+        assert bad not in prose.text, (bad, prose.text)
     assert "**" not in seen.text
     assert seen.tags.count("math") >= 8 and {"mfrac", "msub", "msup", "msqrt"} <= set(seen.tags)
-    for bad in ("**", "sqrt(", "acos", '{"', '["', "[[", "K_rho", "sigma_w", "lambda_1 ="):
+    for bad in ("**", "sqrt(", "acos", '{"', '["', "[[", "K_rho", "sigma_w", "lambda_1 =", "$", "\\frac"):
         assert bad not in results.text, (bad, results.text[max(0, results.text.find(bad) - 80):
                                                              results.text.find(bad) + 80])
     assert "λ" in seen.text and "arccos" in seen.text and "ReLU:" in seen.text       # lambda_1, K(rho), region
     assert "a check whose name is long and must be shown whole: END" in seen.text
     # budgets and configurations as tables of words
     assert "Budget (quick mode)" in seen.text and "rho grid" in seen.text and "(relu, 3, 1)" in seen.text
+
+
+def test_claim_titles_and_statements_are_latex_prose_that_renders_as_mathml():
+    """Every claim's title and statement: each $...$ span is read by tex_mathml (no span falls back to
+    its source), the words around it hold no ASCII mathematics (the appendix's pseudo-maths scan), and
+    the terminal form spells the mathematics in ASCII."""
+    from sssn_verify.latex_doc import pseudo_maths
+    from sssn_verify.symbolic.derivation import plain_text, prose
+    from sssn_verify.tex_mathml import prose_html, tex_mathml
+    for c in CLAIMS.values():
+        for text in (c.title, c.statement):
+            assert prose_html(text).count("<code>") == text.count("`") // 2, (c.name, text)   # names only
+            assert text.count("$") % 2 == 0 and "$" in c.statement, c.name
+            assert not pseudo_maths("\\begin{document}" + prose(text)), (c.name, pseudo_maths(prose(text)))
+            assert "\\" not in plain_text(text) and "$" not in plain_text(text), c.name
+    with pytest.raises(ValueError):
+        tex_mathml("\\input{x}")                       # outside the subset: refused, never passed through
+    shown = prose_html("$<script>$ and <b>")
+    assert "<script" not in shown and "<b>" not in shown and "&lt;b&gt;" in shown
+    assert "<msub><mi>λ</mi><mn>1</mn></msub>" in tex_mathml("\\lambda_1")
 
 
 def test_markdown_budget_is_a_table(real_page):

@@ -179,11 +179,13 @@ def _derived_text() -> str:
 
 CLAIM = Claim(
     name="attention_bound",
-    title="Attention constant C_att: |d(1-rho)/dt|_att <= C_att (1 - rho), sharp at beta = 0",
-    statement="For every pair of tokens, |d(1-rho_ij)/dt|_att <= C_att (1 - rho_ij) with C_att = 2 ||V|| "
-              "(1 + beta ||K^T Q||) (H heads: 2 (sum_h ||V_h|| + beta sum_h ||V_h|| ||K_h^T Q_h||)); the bound is "
-              "attained at beta = 0 (V = -v I, two tokens, rho -> 1); C_att = 0 and dE_beta/dt <= 0 for "
-              "energy-lowering attention.",
+    title=r"The attention constant $C_{\mathrm{att}}$ bounds the attention part of the overlap's rate, "
+          r"sharply at $\beta = 0$",
+    statement=r"For every pair of tokens, $\left|\frac{d}{dt}(1 - \rho_{ij})\right|_{\mathrm{att}} \le "
+              r"C_{\mathrm{att}}\,(1 - \rho_{ij})$ with $C_{\mathrm{att}} = 2\|V\|\,(1 + \beta\|K^{\top} Q\|)$ "
+              r"(with $H$ heads: $C_{\mathrm{att}} = 2\left(\sum_h \|V_h\| + \beta \sum_h \|V_h\|\,\|K_h^{\top} "
+              r"Q_h\|\right)$); the bound is attained at $\beta = 0$ ($V = -vI$, two tokens, $\rho \to 1$); "
+              r"$C_{\mathrm{att}} = 0$ and $\frac{d}{dt} E_\beta \le 0$ for energy-lowering attention.",
     derivation="attention_bound",
     formula=derived_formula,
     checker=check,

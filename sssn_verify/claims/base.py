@@ -163,6 +163,8 @@ class Claim:
     """One verifiable claim of docs/mathematics.md: statement, derivation, checker, statistic, level, budgets."""
 
     name: str
+    #: `title` and `statement` are LaTeX prose: words, mathematics inside $...$ (the appendix sets it,
+    #: report.html shows it as MathML through ``tex_mathml``, the terminal through ``plain_text``)
     title: str
     statement: str
     derivation: str | None

@@ -111,9 +111,10 @@ def check(formula: Characterization, budget: dict, seed: int, level: float):
 
 CLAIM = Claim(
     name="coercivity",
-    title="Coercivity (lambda_bar < 0): the activation characterization",
-    statement="lambda_bar < 0 iff (d-1) sw^2 E[phi'(U)^2] < (d-3) E[phi(U)^2] (edge) and b + beta a/2 > 0 on "
-              "[-1, 1) (interior); for ReLU: d > 3 and sb/sw > sqrt(2/(d-3)).",
+    title=r"Coercivity ($\bar\lambda < 0$): the activation characterization",
+    statement=r"$\bar\lambda < 0$ if and only if $(d-1)\,\sigma_w^2\, E[\phi'(U)^2] < (d-3)\, E[\phi(U)^2]$ (the"
+              r" edge) and $b(\rho) + \frac{\beta}{2} a(\rho) > 0$ on $[-1, 1)$ (the interior); for ReLU: $d > "
+              r"3$ and $\sigma_b/\sigma_w > \sqrt{2/(d-3)}$.",
     derivation="coercivity",
     formula=derived_formula,
     checker=check,

@@ -118,9 +118,10 @@ def check(limit, budget: dict, seed: int, level: float):
 
 CLAIM = Claim(
     name="commuting_limits",
-    title="The limits L -> inf and m -> inf commute",
-    statement="lim_m lim_L = lim_L lim_m = the SDE of docs/mathematics.md, section 3: at large L the finite-width transformer "
-              "at fixed small m, and the Gaussian transformer (m = inf), both match the SDE in law.",
+    title=r"The limits $L \to \infty$ and $m \to \infty$ commute",
+    statement=r"$\lim_{m} \lim_{L} = \lim_{L} \lim_{m}$, both equal to the stochastic differential equation of "
+              r"`docs/mathematics.md` (section 3): at large $L$ the finite-width transformer at fixed small $m$,"
+              r" and the Gaussian transformer ($m = \infty$), both match that equation in law.",
     derivation=None,
     formula=derived_formula,
     checker=check,

@@ -53,9 +53,10 @@ def check(shape, budget: dict, seed: int, level: float):
 
 CLAIM = Claim(
     name="convergence_depth",
-    title="Pathwise convergence in depth at m = infinity (Theorem 1.1 analogue)",
-    statement="Under the refinement coupling, E max_l |X^l - X_{l delta}|^2 = O(log L / L) for the Gaussian "
-              "transformer (m = inf) against the limiting SDE: the error decays at least as fast as the bound.",
+    title=r"Pathwise convergence in depth at $m = \infty$ (Theorem 1.1 analogue)",
+    statement=r"Under the refinement coupling, $E \max_{l} |X^{l} - X_{l\delta}|^2 = O(\log L / L)$ for the "
+              r"Gaussian transformer ($m = \infty$) against the limiting stochastic differential equation: the "
+              r"error decays at least as fast as the bound.",
     derivation=None,
     formula=derived_formula,
     checker=check,

@@ -106,9 +106,9 @@ def check(exponent, budget: dict, seed: int, level: float):
 
 CLAIM = Claim(
     name="convergence_width",
-    title="Pathwise convergence in width at fixed depth (Theorem 1.1 analogue)",
-    statement="Under the width coupling (nested hidden units, one standard normal per layer), "
-              "E max_l |X^{l,m} - X^{l,inf}|^2 = O(1/m) at fixed depth L, and the order 1/m is attained.",
+    title=r"Pathwise convergence in width at fixed depth (Theorem 1.1 analogue)",
+    statement=r"Under the width coupling (nested hidden units, one standard normal per layer), $E \max_{l} "
+              r"|X^{l,m} - X^{l,\infty}|^2 = O(1/m)$ at fixed depth $L$, and the order $1/m$ is attained.",
     derivation=None,
     formula=derived_formula,
     checker=check,

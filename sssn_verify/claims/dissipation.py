@@ -166,9 +166,11 @@ CANDIDATE = CandidateCheck(
 
 CLAIM = Claim(
     name="dissipation",
-    title="Dissipation rate lambda_bar and the energy bound (Theorem 1.4 analogue)",
-    statement="lambda_bar(beta) = sup_rho L2 f / f (edge value (d-1) k1 - (d-3) k0; at rho = -1 for some beta > 0) "
-              "and E[E_beta(mu_t)] <= exp((lambda_bar + C_att) t) E[E_beta(mu_0)], C_att = 0 for Q = K = I, V = v I.",
+    title=r"Dissipation rate $\bar\lambda$ and the energy bound (Theorem 1.4 analogue)",
+    statement=r"$\bar\lambda(\beta) = \sup_{\rho} \frac{L_2 f}{f}$ (edge value $(d-1)\,k_1 - (d-3)\,k_0$; "
+              r"attained at $\rho = -1$ for some $\beta > 0$) and $E[E_\beta(\mu_t)] \le e^{(\bar\lambda + "
+              r"C_{\mathrm{att}})\,t}\, E[E_\beta(\mu_0)]$, with $C_{\mathrm{att}} = 0$ for $Q = K = I$, $V = "
+              r"vI$.",
     derivation="dissipation",
     formula=derived_formula,
     checker=check,

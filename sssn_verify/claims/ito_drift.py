@@ -241,9 +241,10 @@ CANDIDATE = CandidateCheck(
 
 CLAIM = Claim(
     name="ito_drift",
-    title="Ito drift of the radial projection",
-    statement="Pi(x + delta a + sqrt(delta) g) = x + sqrt(delta) P_x g + delta (P_x a + c(x)) + o(delta) in mean, "
-              "c(x) = -Sigma x - tr(Sigma)/2 x + (3/2)(x^T Sigma x) x; for Sigma = k0 I: c(x) = -(d-1) k0/2 x.",
+    title=r"Itô drift of the radial projection",
+    statement=r"$\Pi(x + \delta a + \sqrt{\delta}\, g) = x + \sqrt{\delta}\, P_x g + \delta\,(P_x a + c(x)) + "
+              r"o(\delta)$ in mean, with $c(x) = -\Sigma x - \frac{1}{2}\operatorname{tr}(\Sigma)\, x + "
+              r"\frac{3}{2}(x^{\top}\Sigma x)\, x$; for $\Sigma = k_0 I$: $c(x) = -\frac{(d-1)\,k_0}{2}\, x$.",
     derivation="ito_drift",
     formula=derived_formula,
     checker=check,

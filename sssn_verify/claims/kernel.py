@@ -159,10 +159,11 @@ CANDIDATE = CandidateCheck(
 
 CLAIM = Claim(
     name="kernel",
-    title="Covariance kernel K(rho) and its constants k0, k1",
-    statement="K(rho) = sigma_a^2 E[phi(U) phi(V)] has the derived closed form (ReLU: "
-              "sa^2 s^2/(2 pi) (sqrt(1-r^2) + (pi - acos r) r), r = (sw^2 rho + sb^2)/s^2), "
-              "k0 = K(1), k1 = K'(1) = sa^2 sw^2 E phi'(U)^2 (+inf for a jump); quadrature otherwise.",
+    title=r"Covariance kernel $K(\rho)$ and its constants $k_0$, $k_1$",
+    statement=r"$K(\rho) = \sigma_a^2\, E[\phi(U)\phi(V)]$ has the derived closed form (ReLU: $K(\rho) = "
+              r"\frac{\sigma_a^2 s^2}{2\pi}\left(\sqrt{1 - r^2} + (\pi - \arccos r)\, r\right)$ with $r = "
+              r"(\sigma_w^2 \rho + \sigma_b^2)/s^2$), $k_0 = K(1)$ and $k_1 = K'(1) = \sigma_a^2 \sigma_w^2\, "
+              r"E[\phi'(U)^2]$ ($+\infty$ for an activation with a jump); quadrature otherwise.",
     derivation="kernel",
     formula=derived_formula,
     checker=check,

@@ -134,9 +134,10 @@ CANDIDATE = CandidateCheck(
 
 CLAIM = Claim(
     name="log_distance_variance",
-    title="Variance rate sigma^2 of the log-distance",
-    statement="log|V_t| - lambda_1 t is a Brownian motion with variance rate sigma^2 = k0 + k1 "
-              "(Var(log|V_t|)/t = sigma^2; the same for log|x_1 - x_2| at small distance).",
+    title=r"Variance rate $\sigma^2$ of the log-distance",
+    statement=r"$\log|V_t| - \lambda_1 t$ is a Brownian motion with variance rate $\sigma^2 = k_0 + k_1$ "
+              r"($\operatorname{Var}(\log|V_t|)/t = \sigma^2$; the same for $\log|x_1 - x_2|$ at small "
+              r"distance).",
     derivation="log_distance_variance",
     formula=derived_formula,
     checker=check,

@@ -215,9 +215,10 @@ CANDIDATE = CandidateCheck(
 
 CLAIM = Claim(
     name="lyapunov",
-    title="Top Lyapunov exponent lambda_1 of the noise-only flow",
-    statement="lambda_1 = lim (1/t) log|V_t| = ((d-3) k1 - (d-1) k0)/2 for the linearized noise-only flow "
-              "(finite-width transformer, Gaussian transformer and SDE alike as the depth grows).",
+    title=r"Top Lyapunov exponent $\lambda_1$ of the noise-only flow",
+    statement=r"$\lambda_1 = \lim_{t \to \infty} \frac{1}{t} \log|V_t| = \frac{(d-3)\,k_1 - (d-1)\,k_0}{2}$ for "
+              r"the linearized noise-only flow (finite-width transformer, Gaussian transformer and stochastic "
+              r"differential equation alike as the depth grows).",
     derivation="lyapunov",
     formula=derived_formula,
     checker=check,

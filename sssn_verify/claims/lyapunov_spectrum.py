@@ -200,8 +200,8 @@ CANDIDATE = CandidateCheck(
 CLAIM = Claim(
     name="lyapunov_spectrum",
     title="Lyapunov spectrum of the noise-only flow",
-    statement="The Lyapunov exponents of the noise-only flow on S^{d-1} are lambda_i = ((d-1-2i) k1 - (d-1) k0)/2, "
-              "i = 1..d-1: equally spaced by k1, the top one is lambda_1.",
+    statement=r"The Lyapunov exponents of the noise-only flow on $S^{d-1}$ are $\lambda_i = \frac{(d-1-2i)\,k_1 "
+              r"- (d-1)\,k_0}{2}$ for $i = 1, \dots, d-1$: equally spaced by $k_1$, the top one is $\lambda_1$.",
     derivation="lyapunov_spectrum",
     formula=derived_formula,
     checker=check,

@@ -126,10 +126,11 @@ def check(formula, budget: dict, seed: int, level: float):
 
 CLAIM = Claim(
     name="metastability",
-    title="Noise helps escape metastable multi-cluster states (large beta)",
-    statement="At large beta, attention alone (Q = K = V = I) leaves the tokens in several clusters for very long; "
-              "with synchronizing MLP noise the time to one cluster is finite: P(one cluster by T) exceeds the "
-              "attention-only one by at least 1/2, and is at least 1/2.",
+    title=r"Noise helps escape metastable multi-cluster states (large $\beta$)",
+    statement=r"At large $\beta$, attention alone ($Q = K = V = I$) leaves the tokens in several clusters for "
+              r"very long; with synchronizing noise from the perceptron layers the time to one cluster is "
+              r"finite: the probability of one cluster by time $T$ exceeds that of attention alone by at least "
+              r"$\frac{1}{2}$, and is at least $\frac{1}{2}$.",
     derivation=None,
     formula=derived_formula,
     checker=check,

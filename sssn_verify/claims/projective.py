@@ -99,10 +99,11 @@ def check(formula: ProjectiveFormula, budget: dict, seed, level: float):
 CLAIM = Claim(
     name="projective",
     title="Synchronization up to sign: the projective rates of odd fields",
-    statement="For an odd field (phi odd, sigma_b = 0) the law of rho^2 is Markov; the projective energy "
-              "1 - rho^2 has the rate lambda_bar_proj = sup_{rho in [0,1)} L f / f (edge value (d-1) k1 - (d-3) k0) "
-              "and the projective distance the Lyapunov exponent lambda_proj = ((d-3) k1 - (d-1) k0)/2, the same "
-              "from a nearly antipodal pair as from a nearly coincident one.",
+    statement=r"For an odd field ($\phi$ odd, $\sigma_b = 0$) the law of $\rho^2$ is Markov; the projective "
+              r"energy $1 - \rho^2$ has the rate $\bar\lambda_{\mathrm{proj}} = \sup_{\rho \in [0,1)} \frac{L "
+              r"f}{f}$ (edge value $(d-1)\,k_1 - (d-3)\,k_0$) and the projective distance the Lyapunov exponent "
+              r"$\lambda_{\mathrm{proj}} = \frac{(d-3)\,k_1 - (d-1)\,k_0}{2}$, the same from a nearly antipodal "
+              r"pair as from a nearly coincident one.",
     derivation="projective",
     formula=derived_formula,
     checker=check,

@@ -75,9 +75,10 @@ def check(shape, budget: dict, seed: int, level: float):
 
 CLAIM = Claim(
     name="propagation_of_chaos",
-    title="Propagation of chaos at fixed noise (d < 4)",
-    statement="At fixed noise, E W_2^2(mu^N_t, mu^ref_t) between an N-token system and a much larger reference "
-              "system decays at least like N^{-1/2} for d < 4 (here d = 3, attention on).",
+    title=r"Propagation of chaos at fixed noise ($d < 4$)",
+    statement=r"At fixed noise, $E\, W_2^2(\mu^N_t, \mu^{\mathrm{ref}}_t)$ between an $N$-token system and a "
+              r"much larger reference system decays at least like $N^{-1/2}$ for $d < 4$ (here $d = 3$, "
+              r"attention on).",
     derivation=None,
     formula=derived_formula,
     checker=check,

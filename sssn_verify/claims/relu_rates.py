@@ -152,10 +152,11 @@ CANDIDATE = CandidateCheck(
 
 CLAIM = Claim(
     name="relu_rates",
-    title="ReLU: explicit rates and their sign pattern (the d > 3 condition)",
-    statement="ReLU: lambda_1 = -(sa^2/4)(2 sw^2 + (d-1) sb^2) < 0 for every d; lambda_edge = (sa^2/2)(2 sw^2 - "
-              "(d-3) sb^2) < 0 iff d > 3 and sb/sw > sqrt(2/(d-3)) (d > 3 alone does not suffice: no bias, no "
-              "dissipation).",
+    title=r"ReLU: explicit rates and their sign pattern (the condition $d > 3$)",
+    statement=r"ReLU: $\lambda_1 = -\frac{\sigma_a^2}{4}\left(2\sigma_w^2 + (d-1)\,\sigma_b^2\right) < 0$ for "
+              r"every $d$; $\lambda_{\mathrm{edge}} = \frac{\sigma_a^2}{2}\left(2\sigma_w^2 - "
+              r"(d-3)\,\sigma_b^2\right) < 0$ if and only if $d > 3$ and $\sigma_b/\sigma_w > \sqrt{2/(d-3)}$ "
+              r"($d > 3$ alone does not suffice: no bias, no dissipation).",
     derivation="dissipation",
     formula=derived_formula,
     checker=check,

@@ -133,10 +133,12 @@ def _derived_text() -> str:
 
 CLAIM = Claim(
     name="spde_weak_form",
-    title="Weak form of the SPDE: d/dt E<mu_t, f> is the Ito drift",
-    statement="For the N-token system, d<mu_t, f> = <mu_t, grad f . P_x A + (k0/2) Delta_S f> dt + martingale, "
-              "with Delta_S f = tr(P_x Hess f P_x) - (d-1) <x, grad f> (and the common-noise cross term for pair "
-              "functionals): checked for f = <a, x>, <a, x>^2 and the pair functional of E_beta.",
+    title=r"Weak form of the stochastic PDE: $\frac{d}{dt} E\langle \mu_t, f\rangle$ is the Itô drift",
+    statement=r"For the $N$-token system, $d\langle \mu_t, f\rangle = \langle \mu_t, \nabla f \cdot P_x A + "
+              r"\frac{k_0}{2} \Delta_S f\rangle\, dt + dM_t$ with $M_t$ a martingale and $\Delta_S f = "
+              r"\operatorname{tr}(P_x \nabla^2 f\, P_x) - (d-1)\langle x, \nabla f\rangle$ (and the common-noise"
+              r" cross term for pair functionals): checked for $f = \langle a, x\rangle$, $\langle a, "
+              r"x\rangle^2$ and the pair functional of $E_\beta$.",
     derivation="spde",
     formula=derived_formula,
     checker=check,

@@ -132,9 +132,9 @@ def check(formula, budget: dict, seed: int, level: float):
 
 CLAIM = Claim(
     name="synchronization",
-    title="Synchronization by noise when lambda_1 < 0, separation when lambda_1 > 0",
-    statement="Two nearby tokens under common noise approach at exponential rate lambda_1 when lambda_1 < 0 "
-              "(ReLU: always) and separate when lambda_1 > 0 (phi = sin(3u), d = 4).",
+    title=r"Synchronization by noise when $\lambda_1 < 0$, separation when $\lambda_1 > 0$",
+    statement=r"Two nearby tokens under common noise approach at the exponential rate $\lambda_1$ when "
+              r"$\lambda_1 < 0$ (ReLU: always) and separate when $\lambda_1 > 0$ ($\phi(u) = \sin 3u$, $d = 4$).",
     derivation="lyapunov",
     formula=derived_formula,
     checker=check,

@@ -113,9 +113,10 @@ def check(formula, budget: dict, seed: int, level: float):
 CLAIM = Claim(
     name="synchronization_time",
     title="Law of the synchronization time of two tokens",
-    statement="The time for |x_1 - x_2| to fall from eps0 to eps (small distances) is inverse Gaussian with mean "
-              "log(eps0/eps)/|lambda_1| and shape log(eps0/eps)^2/sigma^2 when lambda_1 < 0; when lambda_1 > 0 "
-              "it is finite with probability (eps0/eps)^(-2 lambda_1/sigma^2).",
+    statement=r"The time for $|x_1 - x_2|$ to fall from $\varepsilon_0$ to $\varepsilon$ (small distances) is "
+              r"inverse Gaussian with mean $\log(\varepsilon_0/\varepsilon)/|\lambda_1|$ and shape "
+              r"$\log(\varepsilon_0/\varepsilon)^2/\sigma^2$ when $\lambda_1 < 0$; when $\lambda_1 > 0$ it is "
+              r"finite with probability $(\varepsilon_0/\varepsilon)^{-2\lambda_1/\sigma^2}$.",
     derivation="synchronization_time",
     formula=derived_formula,
     checker=check,

@@ -116,9 +116,10 @@ def _derived_text() -> str:
 
 CLAIM = Claim(
     name="two_point",
-    title="Two-point motion: drift and squared diffusion of the overlap",
-    statement="rho = <X_i, X_j> solves d rho = b(rho) dt + sqrt(a(rho)) dB (noise part) with "
-              "b = -(d-1) k0 rho + (d-2+rho^2) K(rho), a = 2 (1-rho^2)(k0 - rho K(rho)).",
+    title=r"Two-point motion: drift and squared diffusion of the overlap",
+    statement=r"$\rho = \langle X_i, X_j\rangle$ solves $d\rho = b(\rho)\, dt + \sqrt{a(\rho)}\, dB$ (noise "
+              r"part) with $b(\rho) = -(d-1)\,k_0 \rho + (d - 2 + \rho^2)\, K(\rho)$ and $a(\rho) = 2(1 - "
+              r"\rho^2)(k_0 - \rho K(\rho))$.",
     derivation="two_point",
     formula=derived_formula,
     checker=check,

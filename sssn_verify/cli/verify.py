@@ -59,8 +59,9 @@ def run(args: argparse.Namespace) -> int:
     from ..verify import DEFAULT_ALPHA, VerifyInterrupted, verify
 
     if args.list:
+        from ..symbolic.derivation import plain_text      # titles are LaTeX prose
         for name, claim in CLAIMS.items():
-            print(f"{name:22s} {claim.title}")
+            print(f"{name:22s} {plain_text(claim.title)}")
         for name, why in UNAVAILABLE.items():
             print(f"{name:22s} (unavailable: {why})")
         return 0

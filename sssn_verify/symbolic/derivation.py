@@ -473,50 +473,10 @@ def _jsonable(v):
 
 
 # ---------------------------------------------------------------- MathML (report.html)
-_GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε", "lambda": "λ",
-          "mu": "μ", "rho": "ρ", "sigma": "σ", "tau": "τ", "phi": "φ", "varphi": "φ", "Lambda": "Λ", "Sigma": "Σ",
-          "Delta": "Δ", "pi": "π", "infty": "∞"}
-_MO = {"ge": "≥", "le": "≤", "iff": "⟺", "cdot": "·", "to": "→", "top": "⊤"}
-# symbol names whose MathML sympy would spell badly (the names of LATEX_NAMES, in Unicode)
-MATHML_NAMES = {"K_rho": "K(ρ)", "lambda_edge": "λ_edge", "norm_V": "‖V‖", "norm_KtQ": "‖KᵀQ‖", "E tau": "Eτ",
-                "Var tau": "Var τ", "p_reach": "p_reach", "epsilon_0": "ε_0", "epsilon": "ε", "mu_scipy": "μ",
-                "S_VKQ": "S_VKQ", "energy_lowering": "energy-lowering"}
-
-
 def _lhs_mathml(src: str) -> str:
-    """Presentation MathML of a left-hand side of ours (Derivation.lhs: letters, digits, ( ) = <,
-    Greek letters, \\bar, _{\\mathrm{..}} or _x, \\text{..}, \\quad, \\ge, \\iff)."""
-    from ..escape import html
-    tokens = re.findall(r"_\{(?:[^{}]|\{[^{}]*\})*\}|_.|\\text\{[^{}]*\}|\\[A-Za-z]+|[A-Za-z]|\d+|\S", src)
-    out: list[str] = []
-    bar = False
-    for t in tokens:
-        if t.startswith("\\text{"):
-            item = f"<mtext>{html(t[6:-1])}</mtext>"
-        elif t == "\\quad":
-            item = '<mspace width="1em"></mspace>'
-        elif t == "\\bar":
-            bar = True
-            continue
-        elif t.startswith("\\") and t[1:] in _GREEK:
-            item = f"<mi>{_GREEK[t[1:]]}</mi>"
-        elif t.startswith("\\") and t[1:] in _MO:
-            item = f"<mo>{_MO[t[1:]]}</mo>"
-        elif t.startswith("_") and out:
-            sub = re.sub(r"\\mathrm\{([^{}]*)\}", r"\1", t[2:-1] if t.startswith("_{") else t[1:])
-            sub = "".join(_GREEK.get(w, w) for w in re.split(r"\\", sub))
-            out[-1] = f"<msub>{out[-1]}<mi>{html(sub)}</mi></msub>"
-            continue
-        elif t.isdigit():
-            item = f"<mn>{t}</mn>"
-        elif t.isalpha():
-            item = f"<mi>{t}</mi>"
-        else:
-            item = f"<mo>{html(t)}</mo>"
-        if bar:
-            item, bar = f'<mover accent="true">{item}<mo>¯</mo></mover>', False
-        out.append(item)
-    return "".join(out)
+    """Presentation MathML of a left-hand side of ours (Derivation.lhs: LaTeX math source)."""
+    from ..tex_mathml import mathml_body
+    return mathml_body(src)
 
 
 _REL_MO = {"==": "=", "<": "<", ">": ">", "<=": "≤", ">=": "≥", "!=": "≠"}
@@ -548,32 +508,20 @@ def _mml(e) -> str:
         scalar = sp.Mul(*[a for a in e.args if not getattr(a, "is_Matrix", False)])
         vectors = [a for a in e.args if getattr(a, "is_Matrix", False)]
         return _mml(display_form(scalar)) + "".join(_mml(v) for v in vectors)
+    from ..tex_mathml import mathml_body
     verbatim = {}
     reps = {}
     for k, sym in enumerate(sorted(e.atoms(sp.Symbol), key=str)):
-        if "\\" in sym.name:               # a symbol named by its LaTeX (the weak form's pieces)
-            key = "zzverbatim" + "".join(chr(97 + int(c)) for c in str(k))     # letters only: no subscript
-            verbatim[key] = _unicode_math(sym.name)
-            reps[sym] = sp.Symbol(key)
-        elif sym.name in MATHML_NAMES:
-            reps[sym] = sp.Symbol(MATHML_NAMES[sym.name], **sym.assumptions0)
+        src = sym.name if "\\" in sym.name else latex_name(sym.name)    # the appendix's name of it
+        if src is None:
+            continue
+        key = "zzverbatim" + "".join(chr(97 + int(c)) for c in str(k))     # letters only: no subscript
+        verbatim[key] = f"<mrow>{mathml_body(src)}</mrow>"
+        reps[sym] = sp.Symbol(key, **sym.assumptions0)
     out = _sympy_mathml(e.xreplace(reps), printer="presentation")
-    for key, text in verbatim.items():
-        out = out.replace(f"<mi>{key}</mi>", f"<mi>{html(text)}</mi>")
+    for key, body in verbatim.items():
+        out = re.sub(rf"<mi(?: [^>]*)?>{key}</mi>", lambda _m, body=body: body, out)
     return re.sub(r"(&#x?[0-9A-Fa-f]+)(?![0-9A-Fa-f;])", r"\1;", out)
-
-
-_UNICODE_TEX = {"langle": "⟨", "rangle": "⟩", "nabla": "∇", "cdot": "·", "operatorname": "", "mathrm": "",
-                ",": "\u2009", "partial": "∂"}
-_SUBSCRIPT = str.maketrans("0123456789aehijklmnoprstuvx", "₀₁₂₃₄₅₆₇₈₉ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ")
-
-
-def _unicode_math(src: str) -> str:
-    """A LaTeX name of ours as Unicode text (for MathML): commands to symbols, x_t to xₜ, ^2 to ²."""
-    s = re.sub(r"\\([A-Za-z]+|,)", lambda m: _UNICODE_TEX.get(m[1], _GREEK.get(m[1], m[1])), src)
-    s = re.sub(r"_\{([^{}]*)\}|_(\w)", lambda m: (m[1] or m[2]).translate(_SUBSCRIPT), s)
-    s = s.replace("^2", "²").replace("{", "").replace("}", "")
-    return " ".join(s.split())
 
 
 def mathml(expr: Any, *, lhs: str | None = None, display: bool = False) -> str:
