@@ -97,8 +97,8 @@ ASSUMPTIONS = [
     "covariance $C_l(\\rho)$, with $C_1 = \\sigma_w^2 \\rho + \\sigma_b^2$ and "
     "$C_{l+1} = \\sigma_{w,l+1}^2 H_l(C_l, S_l) + \\sigma_{b,l+1}^2$, $S_l = C_l(1)$, "
     "$H_l(C, S) = E[\\phi_l(U)\\phi_l(V)]$; $K(\\rho) = \\sigma_a^2 H_L(C_L, S_L)$",
-    "Price's theorem: $\\partial_C H_l = E[\\phi_l'(U)\\phi_l'(V)]$; at $C = S_l$: "
-    "$M_{1,l} = E \\phi_l'(U)^2$; $M_{0,l} = H_l(S_l, S_l) = E \\phi_l(U)^2$",
+    "Price's theorem: $\\partial_C H_l = E[\\phi_l'(U)\\phi_l'(V)]$; at $C = S_l$, with $U_l \\sim N(0, S_l)$: "
+    "$\\partial_C H_l = E[\\phi_l'(U_l)^2]$ and $H_l(S_l, S_l) = E[\\phi_l(U_l)^2]$",
 ]
 
 
@@ -115,22 +115,25 @@ def deep_kernel_derivation() -> Derivation:
                        + [sp.Eq(C_[l], sw[l] ** 2 * H[l - 1](C_[l - 1], S_[l - 1]) + sb[l] ** 2) for l in range(1, LAYERS)]
                        + [sp.Eq(sp.Symbol("K_rho", real=True), sigma_a ** 2 * H[-1](C_[-1], S_[-1]))])))
     k0, k1, variances = chain_rule()
-    der.add("Layer variances $S_l = C_l(1)$ ($S_{l+1} = \\sigma_{w,l+1}^2 M_{0,l} + \\sigma_{b,l+1}^2$)",
+    der.add("Layer variances $S_l = C_l(1)$ ($S_{l+1} = \\sigma_{w,l+1}^2 E[\\phi_l(U_l)^2] + \\sigma_{b,l+1}^2$)",
             sp.Tuple(*[sp.Eq(S_[l], v) for l, v in enumerate(variances)]))
-    der.add("$k_0 = K(1)$: every $C_l(1) = S_l$", k0)
-    der.add("$k_1 = K'(1)$: the chain rule, each factor $\\partial_C H_l$ at $C = S_l$ named by Price's theorem", k1)
+    der.add("$k_0 = K(1)$: every $C_l(1) = S_l$", sp.Eq(sp.Symbol("k0"), k0))
+    der.add("$k_1 = K'(1)$: the chain rule, each factor $\\partial_C H_l$ at $C = S_l$ named by Price's theorem",
+            sp.Eq(sp.Symbol("k1"), k1))
     from .kernel import S, _derive_cached, r
     h = _derive_cached("relu")[5]
     _, k0rr, k1rr, m0rr, m1rr = relu_relu()
     der.add("ReLU, one layer: $H(r, S)$ with $r = C/S$ (from the kernel derivation)", h)
-    der.add("ReLU: $M_0(S) = H(1, S)$ and $M_1(S) = \\lim_{r \\to 1^-} \\partial_r H / S$", sp.Tuple(m0rr, m1rr))
-    der.add("ReLU $\\to$ ReLU: $C_2 = \\sigma_{w2}^2 H(C_1/S_1, S_1) + \\sigma_{b2}^2$ and "
+    der.add("ReLU, $U \\sim N(0, S)$: $E[\\phi(U)^2] = H(1, S)$ and $E[\\phi'(U)^2] = \\lim_{r \\to 1^-} \\partial_r H / S$ "
+            "are, in this order", sp.Tuple(m0rr, m1rr))
+    der.add("ReLU $\\to$ ReLU: $C_2 = \\sigma_{w,2}^2 H(C_1/S_1, S_1) + \\sigma_{b,2}^2$ and "
             "$K(\\rho) = \\sigma_a^2 H(C_2/S_2, S_2)$ (the arc-cosine kernel composed; "
-            "$S_2 = \\sigma_{w2}^2 S_1/2 + \\sigma_{b2}^2$)",
+            "$S_2 = \\sigma_{w,2}^2 S_1/2 + \\sigma_{b,2}^2$)",
             sp.Tuple(sp.Eq(C_[1], sw[1] ** 2 * h.subs({r: C_[0] / S_[0], S: S_[0]}, simultaneous=True) + sb[1] ** 2),
                      sp.Eq(sp.Symbol("K_rho", real=True), sigma_a ** 2 * h.subs({r: C_[1] / S_[1], S: S_[1]},
                                                                                 simultaneous=True))))
-    der.add("ReLU $\\to$ ReLU: $k_0$ and $k_1$ (the chain rule with the ReLU moments)", sp.Tuple(k0rr, k1rr))
+    der.add("ReLU $\\to$ ReLU: $k_0$ and $k_1$ (the chain rule with the ReLU moments)",
+            sp.Tuple(sp.Eq(sp.Symbol("k0"), k0rr), sp.Eq(sp.Symbol("k1"), k1rr)))
     der.result = sp.Tuple(k0, k1)
     der.extras.update(k0=k0, k1=k1, layers=LAYERS)
     return der

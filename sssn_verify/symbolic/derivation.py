@@ -28,6 +28,8 @@ LATEX_NAMES = {
     "Sigma_x": r"\Sigma x", "Sigma_a": r"\Sigma a", "epsilon": r"\varepsilon", "e_beta": r"e^{\beta}",
     "Lambda": r"\Lambda", "E tau": r"E\,\tau", "Var tau": r"\operatorname{Var}\tau",
     "p_reach": r"p_{\mathrm{reach}}", "epsilon_0": r"\varepsilon_0", "mu_scipy": r"\mu", "M0": "M_0", "M1": "M_1", "k0": "k_0", "k1": "k_1", "k2": "k_2",
+    "lambda_edge_proj": r"\lambda_{\mathrm{edge,proj}}", "lambda_proj": r"\lambda_{\mathrm{proj}}",
+    "lambdabar_proj": r"\bar\lambda_{\mathrm{proj}}",
 }
 _GRAM = re.compile(r"^<(\w+),(\w+)>$")
 
@@ -48,7 +50,11 @@ def latex_name(name: str) -> str | None:
         return rf"\|V_{h}\|" if m.group(1) == "V" else rf"\|K_{h}^{{\top}} Q_{h}\|"
     m = re.fullmatch(r"M([01])_(\d+)", name)            # Gaussian moments of layer l (deep blocks)
     if m:
-        return f"M_{{{m.group(1)},{m.group(2)}}}"
+        prime = "'" if m.group(1) == "1" else ""
+        return f"\\,E[\\phi_{{{m.group(2)}}}{prime}(U_{{{m.group(2)}}})^2]\\,"
+    m = re.fullmatch(r"sigma_([wb])(\d+)", name)        # the weights of layer l >= 2 (deep blocks)
+    if m:
+        return f"\\sigma_{{{m.group(1)},{m.group(2)}}}"
     m = re.fullmatch(r"v(\d)(\d)(?:_(\d))?", name)     # entries of a value matrix V (or V_h)
     if m:
         return f"(V_{m.group(3)})_{{{m.group(1)}{m.group(2)}}}" if m.group(3) else f"V_{{{m.group(1)}{m.group(2)}}}"
