@@ -505,6 +505,12 @@ def error_record(config: tuple, stage: str, key, level: float, exc: BaseExceptio
             "error_kind": "numerical" if isinstance(exc, NumericalError) else "internal"}
 
 
+def _headline(result) -> dict[str, Any]:
+    """The check a claim result shows (its estimate, derived value and standard error), for the report."""
+    h = result.headline
+    return {"estimate": h.estimate, "expected": h.expected, "stderr": h.stderr, "check": h.name}
+
+
 def run_example(name: str, mode: str, seed, config: tuple, budget: dict | None = None,
                 formula: Any = None):
     """The exploration's unit of work: claim `name` checked at one configuration (pure)."""
@@ -614,7 +620,7 @@ def explore_claim(name: str, n_examples: int, *, mode: str = "quick", seed: int 
         p1 = example_pvalue(r1)
         rec = {"config": list(key), "stage": "shrink" if shrinking else "screen", "key": repr(s1),
                "pvalue": p1, "screen_level": level, "rejected": p1 < level, "confirm_pvalue": None,
-               "confirmed": False, "seconds": round(r1.seconds, 3)}
+               "confirmed": False, "seconds": round(r1.seconds, 3), "screen_headline": _headline(r1)}
         if rec["rejected"]:
             s2 = example_key(seed, name, key, "confirm")
             try:
@@ -627,8 +633,7 @@ def explore_claim(name: str, n_examples: int, *, mode: str = "quick", seed: int 
             p2 = example_pvalue(r2)
             rec.update(confirm_key=repr(s2), confirm_pvalue=p2, confirmed=p2 < confirm_level,
                        seconds=round(r1.seconds + r2.seconds, 3),
-                       headline={"estimate": r2.headline.estimate, "expected": r2.headline.expected,
-                                 "stderr": r2.headline.stderr, "check": r2.headline.name})
+                       headline=_headline(r2))
         rec["verdict"] = "failed" if rec["confirmed"] else ("not confirmed" if rec["rejected"] else "passed")
         cache[key] = rec
         return rec

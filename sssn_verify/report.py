@@ -602,6 +602,7 @@ def _text(s: str) -> str:
 
 
 _PARAM_TEX = {"rho": r"\rho", "beta": r"\beta", "sb": r"\sigma_b", "sw": r"\sigma_w", "sa": r"\sigma_a",
+              "sigma_b": r"\sigma_b", "sigma_w": r"\sigma_w", "sigma_a": r"\sigma_a",
               "d": "d", "N": "N", "L": "L", "m": "m", "T": "T", "t": "t"}
 
 
@@ -809,36 +810,95 @@ def _figures(suite, out: Path):
 
 
 # ---------------------------------------------------------------- the exploration (explore.SuiteExploration)
+def _domain_ranges(claim: str) -> dict[str, tuple[float, float]]:
+    """{field: (low, high)} of the numeric ranges of a claim's declared domain (empty when unknown)."""
+    try:
+        from .claims import CLAIMS
+        spec = getattr(CLAIMS[claim].domain, "spec", None) or {}
+    except (ImportError, KeyError):
+        return {}
+    return {k: (float(v[0]), float(v[1])) for k, v in spec.items()
+            if len(v) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)}
+
+
+def example_deviation(x: dict) -> float | None:
+    """(estimate - derived) / standard error of the check an explored example shows (None without one)."""
+    h = x.get("screen_headline") or {}
+    try:
+        est, exp, se = float(h["estimate"]), float(h["expected"]), float(h["stderr"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (est - exp) / se if se > 0 and math.isfinite(est - exp) else None
+
+
+#: what the exploration's columns mean (report.md and report.html)
+EXPLORATION_TEXT = (
+    "Each example runs the claim's checks at one drawn point of its domain. Deviation: (estimate - derived value) "
+    "/ standard error of the check the claim shows, the number to read first. p-value: the example's statistical "
+    "checks combined by Bonferroni (their number times the smallest p-value, at most 1); a check whose estimate "
+    "lies within its stated allowance for a known bias has p-value 1, so p-values of 1 say that these points give "
+    "no evidence against the formula, not more. An example is rejected when its p-value is below the screen level, "
+    "and a rejection counts only when a run with a fresh seed and more samples confirms it")
+
+
 def exploration_figures(res, directory) -> list[str]:
-    """One figure per explored claim (PNG and PDF): its numeric parameters (pairs of axes) coloured
-    by verdict; fills ``res.figure_files`` and ``res.images`` for the report."""
+    """One figure per explored claim with MIN_EXPLORATION_POINTS examples or more (PNG and PDF): its
+    numeric parameters (pairs of axes) inside the declared domain (dashed box), each point coloured by
+    its deviation in standard errors, its marker by verdict; fills ``res.figure_files`` and ``res.images``."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.patches import Rectangle
 
-    colours = {"passed": "tab:green", "not confirmed": "tab:orange", "failed": "tab:red", "error": "black"}
+    markers = {"passed": ("o", "none"), "not confirmed": ("s", "tab:orange"), "failed": ("X", "tab:red"),
+               "error": ("x", "black")}
     paths = []
     for e in res.explorations:
         rows = [x for x in e.examples if "verdict" in x]
         if len(rows) < MIN_EXPLORATION_POINTS:          # a picture of a handful of points shows nothing
             continue
-        numeric = [i for i, v in enumerate(rows[0]["config"]) if isinstance(v, (int, float))]
+        ranges = _domain_ranges(e.claim)
+        names = list(e.fields) if len(e.fields) == len(rows[0]["config"]) else [f"field {i}" for i in
+                                                                               range(len(rows[0]["config"]))]
+        numeric = [i for i, v in enumerate(rows[0]["config"]) if isinstance(v, (int, float))
+                   and not (names[i] in ranges and ranges[names[i]][0] == ranges[names[i]][1])]
         pairs = list(zip(numeric[::2], numeric[1::2]))
         if len(numeric) % 2:
-            pairs.append((numeric[-1], numeric[0]))
+            pairs.append((numeric[-1], numeric[0]) if len(numeric) > 1 else (numeric[-1], numeric[-1]))
         if not pairs:
             continue
-        fig, axes = plt.subplots(1, len(pairs), figsize=(3.2 * len(pairs), 3.0), squeeze=False)
+        fig, axes = plt.subplots(1, len(pairs), figsize=(3.6 * len(pairs) + 1.2, 3.9), squeeze=False,
+                                 layout="constrained")
+        z = [example_deviation(x) for x in rows]
+        scatter = None
         for ax, (i, j) in zip(axes[0], pairs):
-            for verdict, colour in colours.items():
-                pts = [(x["config"][i], x["config"][j]) for x in rows if x["verdict"] == verdict]
-                if pts:
-                    ax.scatter(*zip(*pts), c=colour, label=verdict, s=18)
-            ax.set_xlabel(e.fields[i] if i < len(e.fields) else f"field {i}")
-            ax.set_ylabel(e.fields[j] if j < len(e.fields) else f"field {j}")
-        axes[0][0].legend(fontsize=7)
-        fig.suptitle(f"{e.claim}: explored parameters ({len(rows)} examples)", fontsize=9)
-        fig.tight_layout()
+            if names[i] in ranges and names[j] in ranges:
+                (x0, x1), (y0, y1) = ranges[names[i]], ranges[names[j]]
+                ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=True, facecolor="#f4f4f4",
+                                       edgecolor="#555", ls="--", lw=1.0, zorder=0, label="domain"))
+                pad_x, pad_y = 0.06 * (x1 - x0 or 1.0), 0.06 * (y1 - y0 or 1.0)
+                ax.set_xlim(x0 - pad_x, x1 + pad_x)
+                ax.set_ylim(y0 - pad_y, y1 + pad_y)
+            for verdict, (marker, edge) in markers.items():
+                idx = [k for k, x in enumerate(rows) if x["verdict"] == verdict]
+                if not idx:
+                    continue
+                xs = [rows[k]["config"][i] for k in idx]
+                ys = [rows[k]["config"][j] for k in idx]
+                zs = [np.nan if z[k] is None else z[k] for k in idx]
+                scatter = ax.scatter(xs, ys, c=zs, cmap="coolwarm", vmin=-4, vmax=4, marker=marker, s=36,
+                                     edgecolors=edge if edge != "none" else "#333", linewidths=0.6,
+                                     plotnonfinite=True, label=verdict, zorder=2)
+            ax.set_xlabel(f"${_PARAM_TEX[names[i]]}$" if names[i] in _PARAM_TEX else _text(names[i]))
+            ax.set_ylabel(f"${_PARAM_TEX[names[j]]}$" if names[j] in _PARAM_TEX else _text(names[j]))
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=7, frameon=False)
+        if scatter is not None:
+            bar = fig.colorbar(scatter, ax=list(axes[0]), shrink=0.9)
+            bar.set_label("deviation / s.e. (grey: none)", fontsize=8)
+        fig.suptitle(_text(f"{e.claim}: {len(rows)} explored points in the declared domain (dashed box)"),
+                     fontsize=9)
         try:
             res.figure_files[e.claim] = _save(fig, Path(directory), f"explore_{e.claim}", res.images)
         finally:
@@ -852,6 +912,9 @@ def _explore_fields(e, config) -> str:
     return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in zip(names, config))
 
 
+_EXPLORE_HEAD = ("stage", "parameters", "deviation / s.e.", "p-value", "screen level", "confirmation p", "verdict")
+
+
 def _explore_rows(e) -> list[tuple[str, ...]]:
     def p(x):
         return "-" if x is None else f"{x:.3g}"
@@ -859,14 +922,18 @@ def _explore_rows(e) -> list[tuple[str, ...]]:
         if x.get("verdict") != "error":
             return x["verdict"]
         return f"error ({x.get('error_kind', 'internal')}, {x.get('error_stage', 'screen')}): {x.get('error', '')}"
-    return [(x["stage"], _explore_fields(e, x["config"]), p(x["pvalue"]), p(x["screen_level"]), p(x.get("confirm_pvalue")),
-             verdict(x)) for x in e.examples]
+    def dev(x):
+        z = example_deviation(x)
+        return "-" if z is None else f"{z:+.2f}"
+    return [(x["stage"], _explore_fields(e, x["config"]), dev(x), p(x["pvalue"]), p(x["screen_level"]),
+             p(x.get("confirm_pvalue")), verdict(x)) for x in e.examples]
 
 
 def exploration_markdown(res) -> str:
     """The report's exploration section (markdown): per claim the explored domain, the number of
     examples, a table of them and the figure of the explored parameters coloured by verdict."""
-    lines = ["", "## Exploration (hypothesis-drawn parameters)", "", res.familywise_text + ".", ""]
+    lines = ["", "## Exploration (hypothesis-drawn parameters)", "", res.familywise_text + ".", "",
+             EXPLORATION_TEXT + ".", ""]
     for e in res.explorations:
         c = e.counterexample
         lines += [f"### {e.claim}: {e.verdict}", "",
@@ -875,13 +942,13 @@ def exploration_markdown(res) -> str:
         if c is not None:
             lines += [f"**Minimal counterexample** (shrunk): `{_explore_fields(e, c['shrunk'])}` "
                       f"(first found: `{_explore_fields(e, c['first'])}`).", ""]
-        lines += ["| stage | parameters | p-value | screen level | confirmation p | verdict |",
-                  "| --- | --- | --- | --- | --- | --- |"]
+        lines += ["| " + " | ".join(_EXPLORE_HEAD) + " |", "|" + " --- |" * len(_EXPLORE_HEAD)]
         lines += ["| " + " | ".join(r[:-1] + (_cell(_escape_md(r[-1])) if r[-1].startswith("error") else r[-1],))
                   + " |" for r in _explore_rows(e)]
         f = res.figure_files.get(e.claim)
         if f:
-            lines += ["", f"![{e.claim}: explored parameters by verdict]({f['png']}) ([PDF]({f['pdf']}))"]
+            lines += ["", f"![{e.claim}: explored points in the declared domain, coloured by deviation]({f['png']}) "
+                          f"([PDF]({f['pdf']}))"]
         lines += [f"", *[f"Note: {n}" for n in e.notes]]
     for name, why in res.skipped.items():
         lines.append(f"Not explored: `{name}` ({why}).")
@@ -890,7 +957,8 @@ def exploration_markdown(res) -> str:
 
 def exploration_html(res) -> str:
     """The same section as :func:`exploration_markdown`, as HTML (figures embedded as base64 PNG)."""
-    h = ["<h2>Exploration (hypothesis-drawn parameters)</h2>", f"<p>{_e(res.familywise_text)}.</p>"]
+    h = ["<h2>Exploration (hypothesis-drawn parameters)</h2>", f"<p>{_e(res.familywise_text)}.</p>",
+         f"<p>{_e(EXPLORATION_TEXT)}.</p>"]
     for e in res.explorations:
         c = e.counterexample
         h += [f"<h3>{_e(e.claim)}: " + (_verdict_html(e.passed) if e.verdict != "ERROR" else
@@ -900,14 +968,14 @@ def exploration_html(res) -> str:
         if c is not None:
             h.append(f"<p><strong>Minimal counterexample</strong> (shrunk): <code>{_e(_explore_fields(e, c['shrunk']))}</code> "
                      f"(first found: <code>{_e(_explore_fields(e, c['first']))}</code>).</p>")
-        h.append("<table><tr><th>stage</th><th>parameters</th><th>p-value</th><th>screen level</th>"
-                 "<th>confirmation p</th><th>verdict</th></tr>")
+        h.append("<table><tr>" + "".join(f"<th>{_e(x)}</th>" for x in _EXPLORE_HEAD) + "</tr>")
         h += ["<tr>" + "".join(f"<td>{_e(x)}</td>" for x in r) + "</tr>" for r in _explore_rows(e)]
         h.append("</table>")
         f = res.figure_files.get(e.claim)
         if f:
             h += ["<figure>", _img(res.images.get(f["png"]), f"{e.claim}: explored parameters"),
-                  f"<figcaption>{_e(e.claim)}: explored parameters coloured by verdict (also as "
+                  f"<figcaption>{_e(e.claim)}: the explored points in the declared domain (dashed box), coloured "
+                  f"by their deviation in standard errors, the marker saying the verdict (also as "
                   f"{_e(f['pdf'])})</figcaption></figure>"]
         h += [f"<p>Note: {_e(n)}</p>" for n in e.notes]
     h += [f"<p>Not explored: <code>{_e(n)}</code> ({_e(w)}).</p>" for n, w in res.skipped.items()]

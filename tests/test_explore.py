@@ -86,7 +86,7 @@ def test_suite_writes_json_figure_and_report_section(tmp_path, monkeypatch):
     for claim in ("lyapunov", "kernel"):
         assert f"### {claim}: PASS" in md and f"<h3>{claim}: " in html
     assert md.count("Domain: `") == 2 and "1 examples (1 requested)" in md and "sigma_w in [0.1, 2]" in md
-    assert "| stage | parameters | p-value |" in md and "model=gaussian" in md
+    assert "| stage | parameters | deviation / s.e. | p-value |" in md and "model=gaussian" in md
     assert "](explore_lyapunov.png)" in md and html.count('src="data:image/png;base64,') >= 2
     data = json.loads((tmp_path / "report.json").read_text())
     assert data["exploration"]["claims"][0]["claim"] == "lyapunov"

@@ -359,3 +359,43 @@ def test_user_text_in_report_md_and_html_is_escaped():
     assert "<script>" not in line and "`" not in line.replace("\\`", "") and "\\<script\\>" in line
     page = html_report(suite, data=data)
     assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+def test_exploration_section_draws_the_domain_and_each_points_deviation(tmp_path):
+    """8 explored points of lyapunov's domain: the figure is drawn (domain box from the claim's declared
+    ranges), the table gives each point's deviation in standard errors, the text says what p = 1 means."""
+    from sssn_verify.explore import Exploration, SuiteExploration
+    from sssn_verify.report import _domain_ranges, example_deviation, exploration_figures, exploration_html
+    fields = tuple(CLAIMS["lyapunov"].domain.fields)
+    examples = [{"config": ["gaussian", "relu", 2 + k % 5, 0.5 + 0.1 * k, 0.1 * k, 0.75], "stage": "screen",
+                 "pvalue": 1.0 if k % 2 else 0.3, "screen_level": 6e-4, "confirm_pvalue": None,
+                 "verdict": "passed",
+                 "screen_headline": {"estimate": -1.0 + 0.001 * k, "expected": -1.0, "stderr": 0.001, "check": "c"}}
+                for k in range(8)]
+    e = Exploration("lyapunov", "d in [2, 6]", 8, 6e-4, 0.01, examples, None, 1.0, [], fields)
+    res = SuiteExploration([e], {}, 8, 0.01, 0.01, 0, None)
+    assert _domain_ranges("lyapunov")["d"] == (2.0, 6.0)
+    assert example_deviation(examples[3]) == pytest.approx(3.0)
+    assert len(exploration_figures(res, tmp_path)) == 1 and (tmp_path / "explore_lyapunov.png").exists()
+    page = exploration_html(res)
+    assert "deviation / s.e." in page and "+3.00" in page and "p-values of 1 say" in page
+    assert "declared domain (dashed box)" in page and "hypothesis-examples" not in page
+
+
+def test_drawn_parameters_read_as_numbers():
+    """A claim's domain draws floats on a grid of 10^4 steps of each range: never hypothesis' 8.4e-288 for 0."""
+    from hypothesis import given, settings
+    drawn = []
+
+    @settings(max_examples=60, database=None, deadline=None)
+    @given(CLAIMS["kernel"].domain)
+    def draw(config):
+        drawn.append(config)
+    draw()
+    spec = CLAIMS["kernel"].domain.spec
+    for config in drawn:
+        for name, v in zip(CLAIMS["kernel"].domain.fields, config):
+            if isinstance(v, float):
+                lo, hi = spec[name]
+                k = (v - lo) / (hi - lo) * 10_000
+                assert lo <= v <= hi and abs(k - round(k)) < 1e-6, (name, v)
