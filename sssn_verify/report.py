@@ -318,9 +318,32 @@ def write_report(suite, directory: str | os.PathLike, *, figures: bool = True,
 
 # ---------------------------------------------------------------- markdown
 def _derived_md(r) -> str:
+    """The derived result in report.md: display maths ($$...$$, sympy's LaTeX with its left-hand
+    side, as the appendix prints it) when the claim checks a derivation, else its text."""
     if not r.derived:
         return "**Derived.** (no sympy result)"
-    return f"**{DERIVED_LABEL[_kind(r)]}.** `{r.derived}`"
+    der = _claim_derivation(r.name)
+    if der is not None:
+        return f"**{DERIVED_LABEL[_kind(r)]}.**\n\n" + "\n\n".join(f"$$\n{f}\n$$" for f in _result_tex(der))
+    return f"**{DERIVED_LABEL[_kind(r)]}.** {_escape_md(r.derived)}"
+
+
+def _md_result_cell(r) -> str:
+    """The claims table's result cell in report.md: the left-hand sides of the derived result (the
+    formulas are below), else the stated text, escaped."""
+    der = _claim_derivation(r.name)
+    if der is None:
+        return _cell(_escape_md(_short(r.derived, 60))) if r.derived else "-"
+    lhs = der.lhs if isinstance(der.lhs, tuple) else (der.lhs,)
+    if all(x is not None for x in lhs):
+        return ", ".join(f"${x.rstrip(' =')}$" for x in lhs) + " (below)"
+    return "see below"
+
+
+def _result_tex(der) -> list[str]:
+    """LaTeX of each formula of a derivation's result (no environment)."""
+    from .symbolic.derivation import tex
+    return [f if isinstance(f, str) else tex(f) for f in der.result_formulas()]
 
 
 def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = None, exploration=None) -> str:
@@ -349,7 +372,7 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
     for r in suite.results:
         h = r.headline
         lab = "" if _kind(r) == "sympy" else "(stated) "
-        lines.append(f"| {r.name} | {lab}`{_cell(_short(r.derived, 60))}` | {estimate_text(h)} | "
+        lines.append(f"| {r.name} | {lab}{_md_result_cell(r)} | {estimate_text(h)} | "
                      f"{_fmt(h.expected)} | {'PASS' if r.passed else 'FAIL'} | {claim_power_cell(r)} | "
                      f"{r.seconds:.1f}s |")
     lines += ["", f"*detects*: {DETECTS_TEXT[len('detects: '):]}."]

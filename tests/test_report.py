@@ -329,6 +329,12 @@ def test_markdown_budget_is_a_table(real_page):
     assert "| samples | 2000 |" in md and '{"samples"' not in md
 
 
+def test_markdown_derived_results_are_display_maths_not_python(real_page):
+    _, md = real_page
+    assert md.count("$$") >= 8 and "\\arccos" in md and "\\lambda_1 =" in md
+    assert "**2" not in md and "sqrt(" not in md and "acos" not in md.replace("\\arccos", "")
+
+
 def test_exploration_section_only_with_enough_points():
     from types import SimpleNamespace
     from sssn_verify.report import MIN_EXPLORATION_POINTS, exploration_worth_showing
