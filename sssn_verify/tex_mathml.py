@@ -13,7 +13,7 @@ import re
 
 from .escape import html
 
-__all__ = ["tex_mathml", "mathml_body", "prose_html", "GREEK"]
+__all__ = ["tex_mathml", "mathml_body", "prose_html", "prose_spans", "GREEK"]
 
 GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε",
          "lambda": "λ", "mu": "μ", "nu": "ν", "rho": "ρ", "sigma": "σ", "tau": "τ", "phi": "φ", "varphi": "φ",
@@ -77,9 +77,7 @@ class _Parser:
             t = self.next(spaces=True)
             depth += {"{": 1, "}": -1}.get(t, 0)
             if depth == 0:
-                text = "".join(parts)
-                inner = " ".join(text.split())
-                return ("\u00a0" if text[:1].isspace() else "") + inner + ("\u00a0" if text[-1:].isspace() and inner else "")
+                return "".join(parts)
             parts.append(t[1:] if t.startswith("\\") and len(t) == 2 else t)
 
     def arg(self) -> str:
@@ -166,9 +164,11 @@ class _Parser:
         if name in _ACCENT:
             return f'<mover accent="true">{self.arg()}<mo>{_ACCENT[name]}</mo></mover>'
         if name in ("text", "mbox", "textrm"):
-            return f"<mtext>{html(self.group_text())}</mtext>"
+            raw = self.group_text()                # its outer spaces kept (\text{ and }) as no-break spaces
+            edge = ["&nbsp;" if end.isspace() else "" for end in (raw[:1], raw[-1:])] if raw.strip() else ["", ""]
+            return f"<mtext>{edge[0]}{html(' '.join(raw.split()))}{edge[1]}</mtext>"
         if name in _VARIANT:
-            return f'<mi mathvariant="{_VARIANT[name]}">{html(self.group_text())}</mi>'
+            return f'<mi mathvariant="{_VARIANT[name]}">{html(" ".join(self.group_text().split()))}</mi>'
         if name == "left":
             return self.fenced(self._delimiter(), right=True)
         if name == "right":
@@ -210,18 +210,27 @@ def tex_mathml(src: str, *, display: bool = False) -> str:
     return f'<math xmlns="http://www.w3.org/1998/Math/MathML"{mode}><mrow>{body}</mrow></math>'
 
 
+def prose_spans(text: str):
+    """The spans of LaTeX prose of ours, in order: ("name", `...` contents), ("math", $...$ contents)
+    or ("text", the rest); the one reading of the format, for LaTeX (``prose``) and HTML alike."""
+    for j, piece in enumerate(str(text).split("`")):
+        if j % 2:
+            yield "name", piece
+            continue
+        for i, part in enumerate(piece.split("$")):
+            yield ("math" if i % 2 else "text"), part
+
+
 def prose_html(text: str) -> str:
     """LaTeX prose of ours (maths in ``$...$``, names in backticks) as HTML: the text escaped, each
     math span as MathML (its escaped source if it is outside the subset)."""
     out = []
-    for j, piece in enumerate(str(text).split("`")):
-        if j % 2:
-            out.append(f"<code>{html(piece)}</code>")
-            continue
-        for i, part in enumerate(piece.split("$")):
-            if not i % 2:
-                out.append(html(part.replace("~", "\u00a0").replace("--", "–")))
-                continue
+    for kind, part in prose_spans(text):
+        if kind == "name":
+            out.append(f"<code>{html(part)}</code>")
+        elif kind == "text":
+            out.append(html(part.replace("--", "–")).replace("~", "&nbsp;"))       # TeX's tie
+        else:
             try:
                 out.append(tex_mathml(part))
             except ValueError:

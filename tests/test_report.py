@@ -405,3 +405,17 @@ def test_drawn_parameters_read_as_numbers():
                 lo, hi = spec[name]
                 k = (v - lo) / (hi - lo) * 10_000
                 assert lo <= v <= hi and abs(k - round(k)) < 1e-6, (name, v)
+
+
+def test_tex_mathml_reads_its_subset_exactly():
+    """Brackets group (and never stretch), primes sit beside their base, \\text keeps its outer spaces,
+    an interval [0, 1) closes, \\left...\\right stretches; a command outside the subset is refused."""
+    from sssn_verify.tex_mathml import prose_html, tex_mathml
+    assert "<mrow><mo stretchy=\"false\">(</mo><mi>ρ</mi><mo stretchy=\"false\">)</mo></mrow>" in tex_mathml(r"K(\rho)")
+    assert "<mi>′</mi>" in tex_mathml("K'(1)") and "<mtext>&nbsp;and&nbsp;</mtext>" in tex_mathml(r"x \text{ and } y")
+    assert tex_mathml("[0, 1)").count("<mrow>") == 2
+    assert 'stretchy="true"' in tex_mathml(r"\left|\frac{a}{b}\right|")
+    for bad in (r"\def\x{1}", r"\left( x", "x^", r"\href{u}{v}"):
+        with pytest.raises(ValueError):
+            tex_mathml(bad)
+    assert prose_html("a~b") == "a&nbsp;b" and "<U+" not in prose_html(r"$x \text{ if } y$")

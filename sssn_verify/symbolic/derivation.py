@@ -16,6 +16,7 @@ from sympy.printing.latex import LatexPrinter
 
 from ..escape import UnsafeMathError, check_math, latex_text
 from ..escape import pdf_string as _pdf_string
+from ..tex_mathml import prose_spans
 
 
 # LaTeX names of the symbols, by symbol name (applied when rendering, so the symbol
@@ -243,14 +244,8 @@ def prose(text: str) -> str:
     """LaTeX of a prose string of ours: `...` spans (names, possibly the user's) become \texttt
     of their literal text, $...$ spans outside them are math only if safe (escape.check_math),
     else literal text; everything else is escaped text."""
-    out = []
-    for j, piece in enumerate(str(text).split("`")):
-        if j % 2:
-            out.append(f"\\texttt{{{latex_text(piece)}}}")
-            continue
-        for i, part in enumerate(piece.split("$")):
-            out.append(_math_or_literal(part) if i % 2 else latex_text(part))
-    return "".join(out)
+    render = {"name": lambda x: f"\\texttt{{{latex_text(x)}}}", "math": _math_or_literal, "text": latex_text}
+    return "".join(render[kind](part) for kind, part in prose_spans(text))
 
 
 def _math_or_literal(part: str) -> str:
