@@ -147,6 +147,12 @@ def timing_rows(suite, exploration=None, report_seconds: float | None = None) ->
             ("total (wall time of the command)", wall)]
 
 
+def _plain(text: str) -> str:
+    """LaTeX prose of ours spelt in ASCII for the terminal."""
+    from .symbolic.derivation import plain_text
+    return plain_text(text)
+
+
 def _kind(r) -> str:
     return getattr(r, "derived_kind", "sympy") or "sympy"
 
@@ -157,7 +163,7 @@ def table(suite) -> str:
     rows = [("claim", "derived result", "estimate [CI]", "expected", "verdict", "detects", "time")]
     for r in suite.results:
         h = r.headline
-        derived = r.derived if _kind(r) == "sympy" else f"(stated) {r.derived}"
+        derived = r.derived if _kind(r) == "sympy" else f"(stated) {_plain(r.derived)}"
         rows.append((r.name, _short(derived, 42), estimate_text(h), _fmt(h.expected),
                      "PASS" if r.passed else "FAIL", claim_power_cell(r), f"{r.seconds:.1f}s"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -325,6 +331,8 @@ def _derived_md(r) -> str:
     der = _claim_derivation(r.name)
     if der is not None:
         return f"**{DERIVED_LABEL[_kind(r)]}.**\n\n" + "\n\n".join(f"$$\n{f}\n$$" for f in _result_tex(der))
+    if _kind(r) == "stated":                  # a claim's stated bound: LaTeX prose of ours, $...$ kept
+        return f"**{DERIVED_LABEL['stated']}.** {r.derived}"
     return f"**{DERIVED_LABEL[_kind(r)]}.** {_escape_md(r.derived)}"
 
 
@@ -332,6 +340,8 @@ def _md_result_cell(r) -> str:
     """The claims table's result cell in report.md: the left-hand sides of the derived result (the
     formulas are below), else the stated text, escaped."""
     der = _claim_derivation(r.name)
+    if der is None and _kind(r) == "stated":
+        return _cell(r.derived)
     if der is None:
         return _cell(_escape_md(_short(r.derived, 60))) if r.derived else "-"
     lhs = der.lhs if isinstance(der.lhs, tuple) else (der.lhs,)
@@ -465,7 +475,7 @@ def result_html(r, *, short: bool = False) -> str:
     der = _claim_derivation(r.name)
     if der is None:
         text = r.derived or "no derived result"
-        return f"<em>stated:</em> {_e(text)}" if _kind(r) != "sympy" else _e(text)
+        return f"<em>stated:</em> {prose_html(text)}" if _kind(r) != "sympy" else _e(text)   # stated: LaTeX prose
     from .symbolic.derivation import mathml, result_mathml
     import sympy as sp
     if short and len(sp.sstr(der.result)) > _LONG_RESULT:
@@ -804,8 +814,6 @@ def _figures(suite, out: Path):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from .symbolic.derivation import plain_text
-
     made: dict[str, list[dict[str, str]]] = {}
     images: dict[str, bytes] = {}
     for r in suite.results:
@@ -813,7 +821,7 @@ def _figures(suite, out: Path):
             spec = c.details.get("figure")
             if not isinstance(spec, dict):
                 continue
-            fig = _check_figure(plt, np, r.name, plain_text(r.title), c, spec)
+            fig = _check_figure(plt, np, r.name, _plain(r.title), c, spec)
             if fig is None:
                 continue
             try:

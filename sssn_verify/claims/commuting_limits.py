@@ -133,7 +133,8 @@ CLAIM = Claim(
              "full": {"depth": 128, "paths": 100_000, "widths": (2, 16, 128), "c_bias": 0.06,
                       "table": {"depths": (8, 16, 32, 64), "widths": (16, 64, 256, 1024), "n_fine": 512,
                                 "paths": 1000}}},
-    derived_text=lambda: "lim_m lim_L X^{L,m} = lim_L lim_m X^{L,m} = X (the SDE)",
+    derived_text=lambda: (r"$\lim_{m} \lim_{L} X^{L,m} = \lim_{L} \lim_{m} X^{L,m} = X$, the solution of the"
+                           r" stochastic differential equation"),
     derived_kind="stated",
     domain=DOMAIN, anchors=(tuple(PARAMS[k] for k in DOMAIN.fields),),
 )

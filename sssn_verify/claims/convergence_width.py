@@ -117,7 +117,8 @@ CLAIM = Claim(
     tolerance="none beyond the two one-sided tests: slope <= a (bound) and slope >= a (order), a = -1",
     budgets={"quick": {"depth": 16, "widths": (16, 32, 64, 128, 256, 512), "paths": 1000, "n_boot": 1000},
              "full": {"depth": 32, "widths": (32, 64, 128, 256, 512, 1024), "paths": 4000, "n_boot": 2000}},
-    derived_text=lambda: "E max_l |X^{l,m} - X^{l,inf}|^2 = O(1/m) at fixed L (exponent of m: -1)",
+    derived_text=lambda: (r"$E \max_{l} |X^{l,m} - X^{l,\infty}|^2 = O(1/m)$ at fixed $L$ (the exponent of "
+                           r"$m$ is $-1$)"),
     derived_kind="stated",
     domain=DOMAIN, anchors=CONFIGS,
 )

@@ -89,7 +89,7 @@ CLAIM = Claim(
                        "n_boot": 1000},
              "full": {"ns": (8, 16, 32, 64, 128), "n_ref": 1024, "paths": 100, "depth": 32,
                       "width": 64, "n_boot": 2000}},
-    derived_text=lambda: "E W_2^2(mu^N_t, mu^ref_t) = O(N^{-1/2}) at fixed noise, d < 4",
+    derived_text=lambda: r"$E\, W_2^2(\mu^N_t, \mu^{\mathrm{ref}}_t) = O(N^{-1/2})$ at fixed noise, $d < 4$",
     derived_kind="stated",
     domain=DOMAIN, anchors=(tuple(PARAMS[k] for k in DOMAIN.fields),),
 )
