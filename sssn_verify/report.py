@@ -427,7 +427,7 @@ th{background:#f3f3f3}code{font-size:0.9em;background:#f6f6f6;padding:0 0.2em;wo
 figure{margin:1rem 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{font-size:0.85rem;color:#555}
 dl{display:grid;grid-template-columns:max-content auto;gap:0.2rem 1rem}dt{font-weight:600}dd{margin:0}
 math{font-size:1.05em}.result{margin:0.6rem 0;overflow-x:auto;overflow-y:hidden}table.kv caption{text-align:left;font-weight:600;
-padding:0.2rem 0}td math{display:inline}.lhs{white-space:nowrap}"""
+padding:0.2rem 0}.lhs{white-space:nowrap}"""
 
 
 def _tables(r):
@@ -475,7 +475,11 @@ def result_html(r, *, short: bool = False) -> str:
     der = _claim_derivation(r.name)
     if der is None:
         text = r.derived or "no derived result"
-        return f"<em>stated:</em> {prose_html(text)}" if _kind(r) != "sympy" else _e(text)   # stated: LaTeX prose
+        if _kind(r) == "sympy":
+            return _e(text)
+        if short and len(text) > _LONG_RESULT:
+            return f'<em>stated bound</em> (<a href="#{_e(r.name)}">below</a>)'
+        return f"<em>stated:</em> {prose_html(text)}"                 # a stated bound: LaTeX prose of ours
     from .symbolic.derivation import mathml, result_mathml
     import sympy as sp
     if short and len(sp.sstr(der.result)) > _LONG_RESULT:

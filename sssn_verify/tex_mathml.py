@@ -191,7 +191,7 @@ _DELIMITERS = frozenset("()[]|{}⟨⟩‖")
 
 def _fixed(delimiter: str) -> str:
     """A bracket as LaTeX sets it without \\left/\\right: its natural size, never stretched."""
-    return f'<mo stretchy="false">{html(delimiter)}</mo>'
+    return f'<mo stretchy="false" lspace="0" rspace="0">{html(delimiter)}</mo>'
 
 
 def _row(x: str) -> str:
