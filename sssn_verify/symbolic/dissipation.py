@@ -174,7 +174,7 @@ def coercivity() -> Derivation:
     dv.add("ReLU: the sign of $\\lambda_{\\mathrm{edge}}$ is the sign of $F(d, t)$, where $t = \\sigma_b / \\sigma_w$", F)
     dv.add("$F < 0$ needs a negative coefficient of $t^2$, i.e. $d$ in", d_set)
     dv.add("and then $t$ above the threshold", thr)
-    region = sp.And(d > 3, t_ratio > thr)
+    region = sp.And(d > 3, sigma_b / sigma_w > thr)        # t = sigma_b/sigma_w put back: no step's name in a result
     dv.result = region
     dv.lhs = r"\text{ReLU:}\quad \lambda_{\mathrm{edge}} < 0 \iff"
     dv.extras.update(antipodal_rate=sp.sstr(anti), edge_condition_moments=sp.sstr(edge_cond), relu_threshold=sp.sstr(thr),
