@@ -928,7 +928,10 @@ def exploration_figures(res, directory) -> list[str]:
             ax.set_xlabel(f"${_PARAM_TEX[names[i]]}$" if names[i] in _PARAM_TEX else _text(names[i]))
             ax.set_ylabel(f"${_PARAM_TEX[names[j]]}$" if names[j] in _PARAM_TEX else _text(names[j]))
         handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=7, frameon=False)
+        legend = fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=7, frameon=False)
+        for h in legend.legend_handles:        # the markers say the verdict; their colour is the points'
+            if h is not None and not isinstance(h, Rectangle):
+                h.set_facecolor("#bbbbbb")
         if scatter is not None:
             bar = fig.colorbar(scatter, ax=list(axes[0]), shrink=0.9)
             bar.set_label("deviation / s.e. (grey: none)", fontsize=8)
