@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .escape import html as _escape_html
-from .tex_mathml import prose_html
+from .tex_mathml import prose_html, tex_mathml
 from .escape import markdown as _escape_md
 from .outputs import check_folder, write_atomic
 from .errors import OutputError
@@ -931,6 +931,7 @@ def exploration_figures(res, directory) -> list[str]:
         legend = fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=7, frameon=False)
         for h in legend.legend_handles:        # the markers say the verdict; their colour is the points'
             if h is not None and not isinstance(h, Rectangle):
+                h.set_array(None)              # else the colour map paints the legend's marker too
                 h.set_facecolor("#bbbbbb")
         if scatter is not None:
             bar = fig.colorbar(scatter, ax=list(axes[0]), shrink=0.9)
@@ -993,6 +994,43 @@ def exploration_markdown(res) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _fields_html(e, config) -> str:
+    """An explored point in HTML: its numeric parameters as mathematics (sigma_w = 0.5), the others as words."""
+    names = e.fields if len(e.fields) == len(config) else [f"field {i}" for i in range(len(config))]
+    out = []
+    for k, v in zip(names, config):
+        if k in _PARAM_TEX and isinstance(v, (int, float)) and math.isfinite(v):
+            from .latex_doc import number_math
+            out.append(tex_mathml(f"{_PARAM_TEX[k]} = {number_math(v)}"))
+        else:
+            out.append(f"{_e(k)} {_e(v)}")
+    return ", ".join(out)
+
+
+def _domain_html(e) -> str:
+    """A claim's explored domain in HTML, its ranges as mathematics (from the claim's declaration; the
+    exploration's own text when the claim declares none)."""
+    try:
+        from .claims import CLAIMS
+        domain = CLAIMS[e.claim].domain
+        spec = getattr(domain, "spec", None)
+    except (ImportError, KeyError):
+        spec = None
+    if not spec:
+        return f"<code>{_e(e.domain)}</code>"
+    parts = []
+    for k, v in spec.items():
+        if all(isinstance(x, str) for x in v):
+            parts.append(f"{_e(k)} " + (f"one of {_e(', '.join(v))}" if len(v) > 1 else _e(v[0])))
+        elif k in _PARAM_TEX:
+            parts.append(tex_mathml(f"{_PARAM_TEX[k]} = {v[0]:g}" if v[0] == v[1]
+                                    else f"{_PARAM_TEX[k]} \\in [{v[0]:g}, {v[1]:g}]"))
+        else:
+            parts.append(_e(f"{k} = {v[0]:g}" if v[0] == v[1] else f"{k} in [{v[0]:g}, {v[1]:g}]"))
+    excluded = getattr(domain, "excluded", None)
+    return "; ".join(parts) + (f"; excluding where {_e(excluded)}" if excluded else "")
+
+
 def exploration_html(res) -> str:
     """The same section as :func:`exploration_markdown`, as HTML (figures embedded as base64 PNG)."""
     h = ["<h2>Exploration (hypothesis-drawn parameters)</h2>", f"<p>{_e(res.familywise_text)}.</p>",
@@ -1001,13 +1039,14 @@ def exploration_html(res) -> str:
         c = e.counterexample
         h += [f"<h3>{_e(e.claim)}: " + (_verdict_html(e.passed) if e.verdict != "ERROR" else
                                         '<span class="fail">ERROR</span>') + "</h3>",
-              f"<p>Domain: <code>{_e(e.domain)}</code>; {len(e.examples)} examples ({e.n_requested} requested), "
+              f"<p>Domain: {_domain_html(e)}; {len(e.examples)} examples ({e.n_requested} requested), "
               f"{e.seconds:.1f} s.</p>"]
         if c is not None:
-            h.append(f"<p><strong>Minimal counterexample</strong> (shrunk): <code>{_e(_explore_fields(e, c['shrunk']))}</code> "
-                     f"(first found: <code>{_e(_explore_fields(e, c['first']))}</code>).</p>")
+            h.append(f"<p><strong>Minimal counterexample</strong> (shrunk): {_fields_html(e, c['shrunk'])} "
+                     f"(first found: {_fields_html(e, c['first'])}).</p>")
         h.append("<table><tr>" + "".join(f"<th>{_e(x)}</th>" for x in _EXPLORE_HEAD) + "</tr>")
-        h += ["<tr>" + "".join(f"<td>{_e(x)}</td>" for x in r) + "</tr>" for r in _explore_rows(e)]
+        h += ["<tr>" + "".join(f"<td>{_fields_html(e, x['config']) if i == 1 else _e(cell)}</td>"
+                               for i, cell in enumerate(r)) + "</tr>" for r, x in zip(_explore_rows(e), e.examples)]
         h.append("</table>")
         f = res.figure_files.get(e.claim)
         if f:

@@ -386,6 +386,8 @@ def test_exploration_section_draws_the_domain_and_each_points_deviation(tmp_path
     page = exploration_html(res)
     assert "deviation / s.e." in page and "+3.00" in page and "p-values of 1 say" in page
     assert "declared domain (dashed box)" in page and "hypothesis-examples" not in page
+    # parameters and domain as mathematics, not sigma_w=0.5 or sigma_w in [0.5, 1.25]
+    assert "sigma_w" not in _Visible(page).text and "<mo>∈</mo>" in page and "<mi>σ</mi><mi>w</mi>" in page
 
 
 def test_drawn_parameters_read_as_numbers():
