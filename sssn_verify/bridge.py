@@ -137,6 +137,25 @@ def _depth():
     return (sp_mod.t_alpha, sp_mod.delta), sp_mod.depth_formula()
 
 
+def _rqf(part: str):
+    """The rqf results of symbolic.general_field in (d, rho, y, sigma_q) (only the symbols each one uses)."""
+    import sympy as sp
+    gf = _sym("general_field")
+    S = _S()
+    y = sp.Symbol("y", real=True)
+    m1, m2, _ = gf.rqf_one_point()
+    expr = {"a1": lambda: gf.rqf_tensor()[gf.a_1], "lambda1": gf.rqf_lambda1,
+            "lambda_bar_proj": lambda: gf.rqf_projective()[3], "lambda_proj": lambda: gf.rqf_projective()[4],
+            "log_sin_rate": gf.rqf_log_sin_rate, "one_point_linear": lambda: m1, "one_point_quadratic": lambda: m2,
+            "atanh_drift": lambda: gf.rqf_atanh_coefficients()[0],
+            "atanh_diffusion": lambda: gf.rqf_atanh_coefficients()[1]}[part]()
+    args = (S.d, S.rho, y, gf.sigma_q) if part.startswith(("one_point", "atanh")) else (gf.sigma_q,)
+    return args, expr
+
+
+RQF_PARTS = ("a1", "lambda1", "lambda_bar_proj", "lambda_proj", "log_sin_rate", "one_point_linear",
+             "one_point_quadratic", "atanh_drift", "atanh_diffusion")
+
 #: derivation name -> builder (param) -> (argument symbols, sympy expression) or None
 EXPRESSIONS: dict[str, Callable] = {
     "lyapunov.lambda1": _shared("lyapunov", "lambda1_tangent", "d", "k0", "k1"),
@@ -165,6 +184,7 @@ EXPRESSIONS: dict[str, Callable] = {
     **{f"spectrum.passage_{part}": (lambda part=part: _passage(part))
        for part in ("mean", "variance", "p_reach_away", "cdf", "mu", "scale")},
     "spde.drift_parts": _spde_drift,
+    **{f"general_field.rqf_{part}": (lambda part=part: _rqf(part)) for part in RQF_PARTS},
     "kernel.K": lambda activation: _kernel("K", activation),
     "projective.phi_odd": _phi_odd,
     "kernel.k0": lambda activation: _kernel("k0", activation),

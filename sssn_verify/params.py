@@ -7,7 +7,7 @@ paths) are validated with the same helpers where they are used.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field as dataclass_field, fields, replace
 
 import numpy as np
 
@@ -94,6 +94,36 @@ def check_hidden(value) -> tuple:
         sb = check_real(f"{where}.sigma_b", sb, 0.0, maximum=limits.MAX_SIGMA)
         out.append((get_activation(act), sw, sb))
     return tuple(out)
+
+
+FIELD_CHOICES = ("mlp", "rqf")
+#: the options that describe the MLP block: with field="rqf" they must keep their defaults
+MLP_OPTIONS = ("activation", "sigma_w", "sigma_b", "sigma_a", "hidden")
+
+
+def check_field(value) -> str:
+    """``value`` as one of :data:`FIELD_CHOICES`, or ParameterError."""
+    if not isinstance(value, str) or value not in FIELD_CHOICES:
+        raise ParameterError("field", value, f"must be one of {', '.join(FIELD_CHOICES)}")
+    return value
+
+
+def check_field_options(p: "ModelParams") -> None:
+    """The one rule for options of the other field: an option that does not enter the chosen field's model
+    must keep its default, else ParameterError naming it (nothing the user set is silently ignored).
+    field="rqf": activation, sigma_w, sigma_b, sigma_a and hidden (the MLP block's); field="mlp": sigma_q."""
+    defaults = {f.name: f.default for f in fields(ModelParams)}
+    if p.field == "rqf":
+        for name in MLP_OPTIONS:
+            value = getattr(p, name)
+            shown = value.name if isinstance(value, Activation) else (hidden_spec(value) if name == "hidden" else value)
+            default = defaults[name]
+            if (shown != default) if name != "hidden" else bool(value):
+                raise ParameterError(name, shown, "describes the MLP block and does not enter field='rqf' "
+                                     "(its noise is sigma_q (B + B^T)/2 y): leave it at its default")
+    elif p.sigma_q != defaults["sigma_q"]:
+        raise ParameterError("sigma_q", p.sigma_q, "enters only the rqf field (field='rqf'; on the command line "
+                             "--field rqf, or simulate rqf|rqf_sde)")
 
 
 def parse_hidden(text: str, where: str = "hidden") -> tuple[str, float, float]:
@@ -207,6 +237,9 @@ class ModelParams:
     (docs/mathematics.md, section "Deep MLP blocks"): layer l + 1 is
     ``h^{l+1} = m^{-1/2} W^{l+1} phi_l(h^l) + b^{l+1}`` with W entries N(0, sigma_w^2) and
     b ~ N(0, sigma_b^2), the readout ``a`` acts on the last one; ``()`` is the one-layer block.
+    ``field`` chooses the MLP noise: "mlp" (the block above, covariance K(rho) I) or "rqf", the random
+    quadratic form F(y) = Q_l y, Q_l = sigma_q (B_l + B_l^T)/2 (docs/mathematics.md, "The random
+    quadratic form"); the rule for the options of the other field: :func:`check_field_options`.
     ``Q``, ``K``, ``V`` default to the identity; a scalar means that multiple of it; each is a
     (d, d) matrix or a stack (H, d, d) of H heads (a (d, d) one is shared by every head; all
     stacks must have the same H; a (1, d, d) stack is stored as (d, d)).  ``V = 0`` (every
@@ -222,9 +255,11 @@ class ModelParams:
     sigma_b: float = 0.0
     sigma_a: float = 1.0
     hidden: tuple = ()
-    Q: np.ndarray | None = field(default=None, compare=False)
-    K: np.ndarray | None = field(default=None, compare=False)
-    V: np.ndarray | None = field(default=None, compare=False)
+    field: str = "mlp"
+    sigma_q: float = 1.0
+    Q: np.ndarray | None = dataclass_field(default=None, compare=False)
+    K: np.ndarray | None = dataclass_field(default=None, compare=False)
+    V: np.ndarray | None = dataclass_field(default=None, compare=False)
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -242,6 +277,9 @@ class ModelParams:
                                  "sigma_w and sigma_b cannot both be 0 (the pre-activation would vanish)")
         set_(self, "activation", get_activation(self.activation))
         set_(self, "hidden", check_hidden(self.hidden))
+        set_(self, "field", check_field(self.field))
+        set_(self, "sigma_q", check_real("sigma_q", self.sigma_q, 0.0, strict=True, maximum=limits.MAX_SIGMA))
+        check_field_options(self)
         for name in ("Q", "K", "V"):
             set_(self, name, check_matrix(name, getattr(self, name), d, heads=True))
             limits.check_at_most(f"max |{name}_ij|", float(np.max(np.abs(getattr(self, name)))),

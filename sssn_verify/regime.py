@@ -34,7 +34,7 @@ FIELDS = {
     "sigma_w": "std of each weight coordinate", "sigma_b": "std of the bias",
     "sigma_a": "std of each output-weight coordinate", "beta": "attention inverse temperature",
     "kernel_method": "how K was computed: 'closed form' or 'quadrature'",
-    "k0": "K(1) = sigma_a^2 E[phi(U)^2]", "k1": "K'(1) (inf when phi jumps)",
+    "k0": "K(1) = sigma_a^2 E[phi(U)^2] (rqf: a(1), the variance of each tangential one-point noise coordinate)", "k1": "K'(1) (inf when phi jumps)",
     "lambda1": "top Lyapunov exponent ((d-3) k1 - (d-1) k0)/2",
     "lambda_bar": "sup over rho in [-1, 1) of L2 f / f (the noise-only energy rate)",
     "lambda_bar_argmax": "the rho attaining lambda_bar (1.0: the rho -> 1 limit)",
@@ -60,7 +60,12 @@ FIELDS = {
     "projective_verdict": "'synchronizes up to sign', 'does not synchronize up to sign', 'undetermined' or "
                           "'not an odd field'",
     "projective_reason": "the projective verdict in words, with its numbers",
+    "field": "the MLP noise: 'mlp' (covariance K(rho) I) or 'rqf' (Q y, Q = sigma_q (B + B^T)/2)",
+    "sigma_q": "rqf: the scale of the random symmetric matrix (nan for field 'mlp')",
 }
+#: the fields that exist for the MLP field only (nan, empty or undetermined for rqf: not derived for its tensor)
+MLP_ONLY = ("activation", "sigma_w", "sigma_b", "sigma_a", "k1", "lambda_bar", "lambda_bar_argmax", "lambda_bar_edge",
+            "rate_lower_bound", "lyapunov_spectrum", "log_distance_variance", "hidden")
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,8 @@ class Regime:
     lambda_proj: float = math.nan
     sync_up_to_sign: bool | None = None
     attention_on: bool = field(default=True, repr=False)      # for the projective reason only
+    field: str = "mlp"
+    sigma_q: float = math.nan
 
     FIELDS = FIELDS
 
@@ -107,12 +114,17 @@ class Regime:
     @property
     def verdict(self) -> str:
         """"dissipates", "does not dissipate" or "undetermined: the rate lies in [a, b]"."""
+        if self.field == "rqf":
+            return "undetermined: not derived for the rqf field"
         return dissipation_text(self.dissipates, *self.rate_interval)
 
     @property
     def reason(self) -> str:
         """Why: the bound that decides the verdict (or why neither does), with its numbers."""
         a, b = self.rate_interval
+        if self.field == "rqf":
+            return ("the energy rates lambda_bar(beta) of the rqf field are not derived (its covariance is not "
+                    "K(rho) I); its odd field synchronizes up to sign: see the projective rates")
         if self.dissipates:
             return (f"lambda_bar + C_att = {_fmt(b)} < 0, so E[E_beta(mu_t)] <= exp({_fmt(b)} t) "
                     "E[E_beta(mu_0)]")
@@ -187,6 +199,8 @@ class Regime:
     def text(self) -> str:
         """Plain-text report with the two verdicts."""
         fmt = _fmt
+        if self.field == "rqf":
+            return self._rqf_text()
         verdict = {True: "yes", False: "no", None: "undetermined"}
         where = "rho -> 1 (edge)" if self.sup_at_edge else f"rho = {self.lambda_bar_argmax:.6g}"
         lines = [
@@ -217,6 +231,24 @@ class Regime:
                 f"  because {self.projective_reason}",
             ]
         return "\n".join(lines)
+
+
+    def _rqf_text(self) -> str:
+        fmt = _fmt
+        return "\n".join([
+            f"field rqf: F(y) = Q y, Q = sigma_q (B + B^T)/2, sigma_q = {fmt(self.sigma_q)}, d = {self.d}, "
+            f"beta = {fmt(self.beta)}",
+            f"one-point noise a(1) = {fmt(self.k0)}: Brownian motion on the sphere at rate a(1)/2 = {fmt(self.k0 / 2)}",
+            f"lambda_1 = {fmt(self.lambda1)}   (symbolic.general_field)",
+            f"C_att = {fmt(self.c_att)}   (general bound {fmt(self.c_att_general)})",
+            f"two-point synchronization: {dict([(True, 'yes'), (False, 'no'), (None, 'undetermined')])[self.synchronizes]}",
+            f"energy dissipation: {self.verdict}",
+            f"  because {self.reason}",
+            f"odd field (Q(-x) = -Qx): projective exponent lambda_proj = {fmt(self.lambda_proj)};   "
+            f"lambda_bar_proj = {fmt(self.lambda_bar_proj)} (energy 1 - rho^2) attained at rho -> +-1 (edge)",
+            f"synchronization up to sign: {self.projective_verdict}",
+            f"  because {self.projective_reason}",
+        ])
 
 
 def _fmt(x) -> str:
@@ -274,6 +306,8 @@ def regime(params: ModelParams) -> Regime:
     same fields and defaults), or both (the keywords change those fields).  Returns a
     :class:`Regime` with the fields listed below.
     """
+    if params.field == "rqf":
+        return _rqf_regime(params)
     kf = kernel(params)
     lam1 = _lambda1(params.d, kf.k0, kf.k1)
     lam_bar, argmax = lambda_bar_from_kernel(kf, params.d, params.beta)
@@ -297,9 +331,35 @@ def regime(params: ModelParams) -> Regime:
         attention_on=params.attention_on, **_projective(params, kf))
 
 
+def _rqf_regime(params: ModelParams) -> Regime:
+    """The rqf field's rates (symbolic.general_field through the bridge); the MLP-only fields (:data:`MLP_ONLY`)
+    are nan, empty or undetermined.  The projective energy ratio is nondecreasing in rho^2 (derived), so
+    lambda_bar_proj sits at the edge."""
+    from .bridge import function
+    S = params.sigma_q
+    rate = {name: float(function(f"general_field.rqf_{name}", "math")(S))
+            for name in ("a1", "lambda1", "lambda_bar_proj", "lambda_proj")}
+    catt = _c_att(params.beta, params.Q, params.K, params.V)
+    cgen = c_att_general(params.beta, params.Q, params.K, params.V)
+    _check_finite(C_att=catt, C_att_general=cgen, **rate)
+    (sync,) = synchronization_verdicts(rate["lambda1"])
+    (sync_sign,) = synchronization_verdicts(rate["lambda_proj"])
+    nan = math.nan
+    return Regime(
+        activation="", d=params.d, sigma_w=nan, sigma_b=nan, sigma_a=nan, beta=params.beta,
+        kernel_method="none: the rqf covariance is a(rho) I + c(rho) y x^T (symbolic.general_field)",
+        k0=rate["a1"], k1=nan, lambda1=rate["lambda1"], lambda_bar=nan, lambda_bar_argmax=nan, lambda_bar_edge=nan,
+        sup_at_edge=False, c_att=float(catt), c_att_general=float(cgen), rate_lower_bound=nan,
+        synchronizes=sync, dissipates=None, odd_field=True, lambda_bar_proj=rate["lambda_bar_proj"],
+        lambda_bar_proj_argmax=1.0, lambda_proj=rate["lambda_proj"], sync_up_to_sign=sync_sign,
+        attention_on=params.attention_on, field="rqf", sigma_q=float(S))
+
+
 def field_is_odd(params: ModelParams) -> bool:
     """F(-x) = -F(x) in law: sigma_b = 0 and phi odd, decided from the expression (phi(-u) + phi(u)
     simplifies to 0, derived once per activation and cached by the bridge), in every hidden layer."""
+    if params.field == "rqf":
+        return True                                   # Q(-x) = -Q x
     layers = [(params.activation, params.sigma_b)]
     layers += [(act, sb) for act, _sw, sb in params.hidden]
     from .activations import get_activation

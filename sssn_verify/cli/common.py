@@ -81,11 +81,22 @@ def add_model_options(p: argparse.ArgumentParser, *, d_default: int = MODEL_DEFA
     p.add_argument("--beta", type=float, default=MODEL_DEFAULTS["beta"], help="attention inverse temperature")
 
 
+def add_field_options(p: argparse.ArgumentParser, *, choose: bool = True) -> None:
+    """--field mlp|rqf (unless `choose` is False: the sub-command's model names the field) and --sigma-q S
+    (ModelParams.field, sigma_q; the MLP options must keep their defaults with --field rqf, as ModelParams says)."""
+    from ..params import FIELD_CHOICES
+    if choose:
+        p.add_argument("--field", choices=FIELD_CHOICES, default=MODEL_DEFAULTS["field"],
+                       help="the noise: mlp (the random MLP block) or rqf (F(y) = Q y, Q = sigma_q (B + B^T)/2)")
+    p.add_argument("--sigma-q", type=float, default=MODEL_DEFAULTS["sigma_q"],
+                   help="rqf: the scale of the random symmetric matrix Q")
+
+
 def params_from_args(args: argparse.Namespace, **overrides) -> ModelParams:
     """The validated ModelParams named by the parsed options."""
     fields = dict(activation=args.activation, sigma_w=args.sigma_w, sigma_b=args.sigma_b,
                   sigma_a=args.sigma_a, hidden=hidden_from_args(args))
-    for name in ("d", "beta", "n_tokens", "horizon"):
+    for name in ("d", "beta", "n_tokens", "horizon", "field", "sigma_q"):
         if hasattr(args, name) and getattr(args, name) is not None:
             fields[name] = getattr(args, name)
     fields.update(overrides)

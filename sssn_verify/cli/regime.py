@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from ..errors import ParameterError
 from ..params import check_real, load_attention
-from .common import add_model_options, epilog, params_from_args, print_json
+from .common import add_field_options, add_model_options, epilog, params_from_args, print_json
 
 EXAMPLES = [
     "sssn-verify regime --activation tanh --d 6 --sigma-w 1.2 --sigma-b 0.3 --sigma-a 1 --beta 1",
     "sssn-verify regime --activation relu --d 8 --sigma-b 1 --attention-scale=-0.5 --json",
     "sssn-verify regime --activation 'sin(3*u)' --d 4 --no-attention",
+    "sssn-verify regime --field rqf --sigma-q 1 --d 5 --no-attention --json",
 ]
 #: the model options whose default is printed with the result when they are not given
-_SHOWN_DEFAULTS = ("activation", "d", "sigma_w", "sigma_b", "sigma_a", "beta")
+_SHOWN_DEFAULTS = ("activation", "d", "sigma_w", "sigma_b", "sigma_a", "beta", "sigma_q")
+#: the defaults that describe the MLP block: not listed as used with --field rqf (they do not enter it)
+_MLP_SHOWN = ("activation", "sigma_w", "sigma_b", "sigma_a")
 
 
 def register(subparsers) -> None:
@@ -28,6 +31,7 @@ def register(subparsers) -> None:
                     "undetermined, with the interval where the rate lies). Options not given take the "
                     "defaults below, and the output says which.", epilog=epilog(EXAMPLES))
     add_model_options(p)
+    add_field_options(p)
     defaults = {}
     for action in p._actions:      # None = not given: run() fills the default and says so
         if action.dest in _SHOWN_DEFAULTS:
@@ -49,6 +53,8 @@ def run(args) -> int:
     used = {k: v for k, v in args.shown_defaults.items() if getattr(args, k) is None}
     for k, v in used.items():
         setattr(args, k, v)
+    for k in (_MLP_SHOWN if args.field == "rqf" else ("sigma_q",)):
+        used.pop(k, None)                  # defaults of the other field's options enter nothing
     if args.attention is not None:
         if args.no_attention:
             raise ParameterError("attention", args.attention, "cannot be combined with --no-attention")

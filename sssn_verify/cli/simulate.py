@@ -23,12 +23,13 @@ from ..escape import terminal
 from ..numeric.models import REGISTRY
 from ..outputs import IMAGE_EXTENSIONS, output_path, write_atomic
 from ..params import load_attention
-from .common import add_model_options, epilog, params_from_args
+from .common import add_field_options, add_model_options, epilog, params_from_args
 
 EXAMPLES = [
     "sssn-verify simulate gaussian --d 4 --n-tokens 8 --depth 64 --paths 4 --seed 1 --out /tmp/g.npz --plot /tmp/g.png",
     "sssn-verify simulate transformer --d 4 --width 64 --depth 32 --paths 2 --out /tmp/t.npz",
     "sssn-verify simulate coupled --widths 16,64,inf --d 3 --depth 16 --paths 4 --out /tmp/c.npz --plot /tmp/c.png",
+    "sssn-verify simulate rqf --sigma-q 1 --d 5 --n-tokens 8 --depth 64 --paths 4 --no-attention --out /tmp/q.npz",
 ]
 
 
@@ -41,9 +42,11 @@ def register(subparsers) -> None:
                     "widths and m = infinity on one noise (coupled --widths 16,64,256,inf); save the "
                     "final tokens and the energy E_0 after every layer to an .npz file.",
         epilog=epilog(EXAMPLES))
-    p.add_argument("model", choices=list(REGISTRY), help="a registered model (numeric/models/)")
+    p.add_argument("model", choices=list(REGISTRY), help="a registered model (numeric/models/); rqf and "
+                   "rqf_sde: the random quadratic form field (finite depth, Gaussian already; its SDE)")
     p.add_argument("--n-tokens", type=int, default=8, help="number of tokens N")
     add_model_options(p)
+    add_field_options(p, choose=False)
     p.add_argument("--width", type=int, default=None, help="MLP width m (transformer only; required there)")
     p.add_argument("--widths", default=None, metavar="M1,M2,..",
                    help="coupled only: the widths on one noise, comma-separated, inf for m = infinity "
@@ -84,9 +87,9 @@ def run(args: argparse.Namespace) -> int:
         from ..inputs import load_npy
         init = load_npy(args.init, what="init")     # a regular file; header checked before the data
     heads = load_attention(args.attention) if args.attention else ({"V": 0.0} if args.no_attention else {})
-    params = params_from_args(args, **heads)
     from ..numeric.models import MODELS
     model = MODELS[args.model]
+    params = params_from_args(args, field=model.fields[0], **heads)   # the model names its field
     width = args.width
     if model.driver == "coupled":
         if args.width is not None:
@@ -110,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
                     widths=None if args.widths is None else [str(w) for w in width],
                     depth=args.depth, horizon=params.horizon, beta=params.beta,
                     activation=params.activation.name, sigma_w=params.sigma_w, sigma_b=params.sigma_b,
-                    sigma_a=params.sigma_a, paths=args.paths, seed=args.seed, mode=res.mode,
+                    sigma_a=params.sigma_a, field=params.field, sigma_q=params.sigma_q,
+                    paths=args.paths, seed=args.seed, mode=res.mode,
                     heads=params.n_heads, attention=bool(params.attention_on))
     arrays = dict(tokens=res.tokens, energy=res.energy, init=res.init, times=res.times,
                   settings=json.dumps(settings))

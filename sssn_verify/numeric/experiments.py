@@ -404,11 +404,12 @@ def pair_controls(W, g, k0, out):
             out[6 + grp] += z0 * z1
 
 
-def pair_block(b, P, states, X0, hs, kind, beta, avec, consts, att, rtol, out, cv, status):
+def pair_block(b, P, states, X0, hs, kind, beta, avec, consts, ctable, ck0, att, rtol, out, cv, status):
     """Block b of the pair experiment (bound to a field model by ``driver.compiled``): per path and level
     l, A_l = (F(X'_+) + F(X'_-) - 2 F(X0)) / (2 h_l norm) for the layer X0 -> X'_+- driven by +-sqrt(h_l) W,
     W the model's noise at its evaluation points (the same normals at every level; drawn once when the
-    points do not depend on the step), norm = F(X0) for the energies (kinds 0 and 4: a log-rate), else 1."""
+    points do not depend on the step), norm = F(X0) for the energies (kinds 0 and 4: a log-rate), else 1.
+    The controls (two tokens, field models only: cv has rows) whiten W by the kernel table `ctable`, k0 `ck0`."""
     n, d = X0.shape
     E = np.empty((n, d))
     W = np.empty((n, d))
@@ -448,38 +449,42 @@ def pair_block(b, P, states, X0, hs, kind, beta, avec, consts, att, rtol, out, c
                 out[p, lv] = acc / (2.0 * hs[lv] * norm)
         if cv.shape[0] > 0 and code == STATUS_OK:
             if p == b * BLOCK:                         # E is deterministic: the same at every path
-                g = table_gap(consts.table, half_sq_dist(E[0], E[1]))
-            pair_controls(W, g, consts.k0, cv[p])
+                g = table_gap(ctable, half_sq_dist(E[0], E[1]))
+            pair_controls(W, g, ck0, cv[p])
 
 
 def pair_layer(model: str, consts, X0, functional_kind: str, n_paths: int, key, h: float, *, levels: int = 3,
                beta: float = 0.0, a=None, attention=None):
-    """(per-path A_l at steps h/2^l (P, levels), per-path controls (P, N_CONTROLS) for two tokens, else
-    (0, N_CONTROLS)) of one layer of the field model `model` with constants `consts` (its FieldConsts,
-    or a ``numeric.kernels`` kernel: table, k0, k1) from the tokens X0; see :func:`pair_block`."""
+    """(per-path A_l at steps h/2^l (P, levels), per-path controls (P, N_CONTROLS) for two tokens of a field
+    model, else (0, N_CONTROLS)) of one layer of the model `model` with constants `consts` (a field model's
+    FieldConsts, or a ``numeric.kernels`` kernel: table, k0, k1; another model's own prepared constants,
+    e.g. ``rqf``'s) from the tokens X0; see :func:`pair_block`."""
     from ..errors import ParameterError, SimulationError
     from .attention import Attention
     from .driver import compiled
     from .models import MODELS
     from .rng import as_key
-    if model not in MODELS or not MODELS[model].field:
-        raise ParameterError("model", model, "must be a registered field model (its noise the Gaussian field of K)")
+    if model not in MODELS or MODELS[model].driver != "simulate":
+        raise ParameterError("model", model, "must be a registered one-system model (numeric/models/)")
     X0 = np.ascontiguousarray(X0, dtype=float)
     n, d = X0.shape
     if attention is None:
         e = np.zeros((1, d, d))
         attention = Attention(False, float(beta), e, e, e)
-    from .models.gaussian import FieldConsts
-    consts = FieldConsts(np.ascontiguousarray(consts.table), float(consts.k0), float(consts.k1))
+    field = MODELS[model].field
+    if field:
+        from .models.gaussian import FieldConsts
+        consts = FieldConsts(np.ascontiguousarray(consts.table), float(consts.k0), float(consts.k1))
+    ctable, ck0 = (consts.table, consts.k0) if field else (np.zeros(5), 0.0)
     P = int(n_paths)
     nb = block_counts(P).size
     out = np.empty((P, levels))
-    cv = np.zeros((P if n == 2 else 0, N_CONTROLS))
+    cv = np.zeros((P if n == 2 and field else 0, N_CONTROLS))
     status = np.zeros(P, np.int64)
     avec = np.zeros(d) if a is None else np.ascontiguousarray(a, dtype=float)
     kern = compiled(pair_block, MODELS[model])
     kern(nb, P, as_key(key).path_states(nb), X0, h * 2.0 ** -np.arange(levels), FUNCTIONALS[functional_kind],
-         float(beta), avec, consts, attention, 1e-13, out, cv, status)
+         float(beta), avec, consts, ctable, float(ck0), attention, 1e-13, out, cv, status)
     if np.any(status != STATUS_OK):
         raise SimulationError(f"{MODELS[model].label}: exact-layer rate, sampler status "
                               f"{int(status[status != STATUS_OK][0])}")

@@ -134,6 +134,9 @@ def kernel(activation="relu", sigma_w=1.0, sigma_b=0.0, sigma_a=1.0, *, hidden=(
         if (sigma_w, sigma_b, sigma_a) != (1.0, 0.0, 1.0) or hidden:
             raise ParameterError("sigma_w", sigma_w, "cannot be given with a ModelParams (use params.with_(...))")
         p = activation
+        if p.field != "mlp":
+            raise ParameterError("field", p.field, "has no kernel K(rho) I (its covariance is a I + c y x^T: "
+                                 "symbolic.general_field); this computation covers field='mlp' only")
         activation, sigma_w, sigma_b, sigma_a, hidden = p.activation, p.sigma_w, p.sigma_b, p.sigma_a, p.hidden
     act = get_activation(activation)
     sw, sb, sa = check_sigmas(sigma_w, sigma_b, sigma_a)

@@ -161,6 +161,64 @@ def rqf_projective() -> tuple[sp.Expr, sp.Expr, sp.Expr, sp.Expr, sp.Expr]:
     return B, A, ratio, sup, lam
 
 
+def one_point_explicit(n: int) -> tuple[sp.Expr, sp.Expr]:
+    """(drift, squared diffusion) of s = <X, e> (e a fixed unit vector at <x, e> = rho) in dimension n: the
+    projected noise has covariance a(1) P_x and the drift is gamma x (the one-point motion)."""
+    xs = list(sp.symbols(f"x1:{n + 1}", real=True))
+    x, e = two_point_frame(n)
+    point = dict(zip(xs, x))
+    gam = projection_drift_gamma(n).subs(k0, a_1)
+    drift, diffusion = ito_moments(sum(p * q for p, q in zip(xs, e)), xs, point, gam * x, a_1 * projector(x))
+    return sp.simplify(drift), sp.factor(sp.simplify(diffusion))
+
+
+@lru_cache(maxsize=None)
+def one_point_coefficients() -> tuple[sp.Expr, sp.Expr]:
+    """(drift, squared diffusion) of <X, e> at <X, e> = rho, any d: those of Brownian motion on the sphere at
+    rate a(1)/2 (generator (a(1)/2) Laplace-Beltrami), for every tensor."""
+    drifts, diffs = {}, {}
+    for n in EXPLICIT_DIMS[:4]:
+        drifts[n], diffs[n] = one_point_explicit(n)
+    return sp.factor(affine_in_d(drifts, "one-point drift")), sp.factor(affine_in_d(diffs, "one-point diffusion"))
+
+
+@lru_cache(maxsize=None)
+def rqf_one_point() -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+    """rqf: (d/dt E<X, e> at <X, e> = rho, d/dt E<X, e>^2 at rho, the second one's stationary value)."""
+    b, a = one_point_coefficients()
+    b, a = b.subs(a_1, rqf_tensor()[a_1]), a.subs(a_1, rqf_tensor()[a_1])
+    second = sp.factor(sp.expand(2 * rho * b + a))
+    stationary = sp.solve(second.subs(rho**2, sp.Symbol("m2")), sp.Symbol("m2"))
+    if len(stationary) != 1:
+        raise DerivationError(f"rqf one-point second moment: no unique fixed point: {stationary}")
+    return sp.factor(b), second, stationary[0]
+
+
+@lru_cache(maxsize=None)
+def rqf_log_sin_rate() -> sp.Expr:
+    """rqf: the generator of the two-point motion on log sin(theta) = (1/2) log(1 - rho^2), which must be free
+    of rho (then E log sin(theta_t) = log sin(theta_0) + rate t exactly, from any start)."""
+    b, a = rqf_two_point()
+    drift, _ = ito_moments(sp.log(1 - rho**2) / 2, [rho], {}, sp.Matrix([b]), sp.Matrix([[a]]))
+    rate = sp.simplify(drift)
+    if rate.has(rho):
+        raise DerivationError(f"rqf: the drift of log sin(theta) depends on rho: {rate}")
+    return rate
+
+
+@lru_cache(maxsize=None)
+def rqf_atanh_coefficients() -> tuple[sp.Expr, sp.Expr]:
+    """rqf in y = atanh(rho) (rho^2 -> 1 is |y| -> oo): (drift as a function of y, squared diffusion)."""
+    b, a = rqf_two_point()
+    y = sp.Symbol("y", real=True)
+    drift, diffusion = ito_moments(sp.atanh(rho), [rho], {}, sp.Matrix([b]), sp.Matrix([[a]]))
+    drift, diffusion = sp.simplify(drift), sp.simplify(diffusion)
+    drift_y = sp.simplify(drift.subs(rho, sp.tanh(y)))
+    if diffusion.has(rho) or drift_y.has(rho):
+        raise DerivationError(f"rqf: y = atanh(rho) does not give a constant diffusion: {drift}, {diffusion}")
+    return drift_y, diffusion
+
+
 @register("general_field")
 def general_field() -> Derivation:
     """The two-point motion of a field declared by its covariance tensor; the random quadratic form rqf."""
@@ -186,9 +244,15 @@ def general_field() -> Derivation:
            "to the tensor form: $(a, b, c, e, f)$", sp.Tuple(T[a_r], T[b_r], T[c_r], T[e_r], T[f_r]))
     rb, ra = rqf_two_point()
     dv.add("rqf two-point motion: drift and squared diffusion of $\\rho$ (free of $d$)", sp.Tuple(rb, ra))
-    dv.add("One-point motion: the generator is $\\tfrac{a_1}{2} \\Delta_{S^{d-1}}$ (the projected noise "
-           "$a_1 P_x$ and the drift $\\gamma x$), a Brownian motion on the sphere with uniform stationary law, at "
-           "the rate $a_1/2$", T[a_1] / 2)
+    ob, oa = one_point_coefficients()
+    dv.add("One-point motion: $s = \\langle X, e\\rangle$ at $s = \\rho$ for a fixed unit $e$ (the projected noise "
+           "$a_1 P_x$ and the drift $\\gamma x$): drift and squared diffusion, those of Brownian motion on the sphere "
+           "(generator $\\tfrac{a_1}{2} \\Delta_{S^{d-1}}$)", sp.Tuple(ob, oa))
+    dv.add("rqf: the rate $a_1/2$ of that Brownian motion", T[a_1] / 2)
+    m1, m2, stat = rqf_one_point()
+    dv.add("rqf: $\\tfrac{d}{dt} E\\langle X, e\\rangle$ and $\\tfrac{d}{dt} E\\langle X, e\\rangle^2$ at "
+           "$\\langle X, e\\rangle = \\rho$; the second vanishes at $\\langle X, e\\rangle^2 = $ the uniform law's "
+           "second moment", sp.Tuple(m1, m2, stat))
     l1 = rqf_lambda1()
     L1 = sp.Symbol("lambda_1")
     dv.add("rqf top Lyapunov exponent from the small-distance limit "
@@ -196,6 +260,12 @@ def general_field() -> Derivation:
     B, A, ratio, sup, lam = rqf_projective()
     dv.add("The field is odd ($Q(-x) = -Qx$): the law of $r = \\rho^2$, drift and squared diffusion", sp.Tuple(B, A))
     dv.add("$L f / f$ for $f = 1 - r$; its derivative is $\\ge 0$ on $[0, 1)$, so its supremum is the limit $\\rho \\to 1$", ratio)
+    ls = rqf_log_sin_rate()
+    dv.add("The generator on $\\log \\sin\\theta = \\tfrac12 \\log(1 - \\rho^2)$ is free of $\\rho$: "
+           "$E \\log\\sin\\theta_t = \\log\\sin\\theta_0 + $ this rate $\\times t$ from any start", ls)
+    yd, ya = rqf_atanh_coefficients()
+    dv.add("In $y = \\operatorname{atanh}\\rho$ ($\\rho^2 \\to 1$ is $|y| \\to \\infty$): drift and constant "
+           "squared diffusion", sp.Tuple(yd, ya))
     lbp, lp = sp.Symbol("lambdabar_proj"), sp.Symbol("lambda_proj")
     dv.add("Projective energy rate", sp.Eq(lbp, sup))
     dv.add("Projective Lyapunov exponent (as in the projective derivation)", sp.Eq(lp, lam))
@@ -204,10 +274,12 @@ def general_field() -> Derivation:
     dv.extras.update(drift=sp.sstr(b), diffusion=sp.sstr(a), rqf_tensor=sp.sstr(sp.Tuple(*T.values())),
                      rqf_drift=sp.sstr(rb), rqf_diffusion=sp.sstr(ra), rqf_lambda1=sp.sstr(l1),
                      rqf_lambda_bar_proj=sp.sstr(sup), rqf_lambda_proj=sp.sstr(lam),
-                     rqf_one_point_rate=sp.sstr(T[a_1] / 2))
+                     rqf_one_point_rate=sp.sstr(T[a_1] / 2), rqf_log_sin_rate=sp.sstr(ls),
+                     rqf_atanh=(sp.sstr(yd), sp.sstr(ya)), one_point=(sp.sstr(ob), sp.sstr(oa)))
     return dv
 
 
 __all__ = ["general_field", "general_two_point_coefficients", "special_case_residual", "rqf_tensor",
+           "one_point_coefficients", "rqf_one_point", "rqf_log_sin_rate", "rqf_atanh_coefficients",
            "rqf_two_point", "rqf_lambda1", "rqf_projective", "rqf_covariance_explicit", "sigma_q",
            "a_r", "b_r", "c_r", "e_r", "f_r", "a_1", "s_1"]

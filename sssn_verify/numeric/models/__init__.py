@@ -39,7 +39,8 @@ class Model:
     ladder; uses_activation: the numba functions that call ``phi``/``dphi`` (compiled per
     activation); prepare(params, width, mode, n_rows, tangent) -> Prepared; cost(n, d, m):
     flops of one layer of one path (sizes the progress bar); driver: "simulate" (one system:
-    ``engine.simulate``) or "coupled" (several systems on one noise: ``engine.simulate_coupled``).
+    ``engine.simulate``) or "coupled" (several systems on one noise: ``engine.simulate_coupled``);
+    fields: the ``ModelParams.field`` values it simulates (``MODELS``' prepare refuses any other).
     """
 
     name: str
@@ -54,6 +55,7 @@ class Model:
     cost: Callable
     description: str = ""
     driver: str = "simulate"  # the driver of its runs: "simulate", or "coupled" (several systems)
+    fields: tuple = ("mlp",)  # the ModelParams.field values it simulates (prepare refuses the others)
 
     def kernel(self, driver: str, params, level: "Model | None" = None):
         """The compiled parallel kernel of `driver` ("simulate", "tangent", "ladder")."""
@@ -74,18 +76,35 @@ REGISTRY = {
     "sde": "sde",
     "coupled": "coupled",
     "fixed_kernel": "fixed_kernel",
+    "rqf": "rqf",
+    "rqf_sde": "rqf_sde",
 }
 
 
 def _load() -> dict[str, Model]:
     import importlib
+    from dataclasses import replace
     out = {}
     for name, module in REGISTRY.items():
         model = importlib.import_module(f"{__name__}.{module}").MODEL
         if model.name != name:
             raise RuntimeError(f"model module {module} declares {model.name!r}, registered as {name!r}")
-        out[name] = model
+        out[name] = replace(model, prepare=_field_checked(model))
     return out
+
+
+def _field_checked(model: Model) -> Callable:
+    """`model`'s prepare, refusing a ModelParams whose ``field`` the model does not simulate (a Gaussian
+    transformer asked for field="rqf" would otherwise run the MLP field silently)."""
+    def prepare(params, *args, **kwargs):
+        field = getattr(params, "field", "mlp")
+        if field not in model.fields:
+            from ...errors import ParameterError
+            raise ParameterError("field", field, f"is not simulated by the {model.label} (it simulates field "
+                                 f"{', '.join(model.fields)}; field rqf: the models rqf and rqf_sde)")
+        return model.prepare(params, *args, **kwargs)
+    prepare.__doc__ = model.prepare.__doc__
+    return prepare
 
 
 def __getattr__(attr):

@@ -71,7 +71,6 @@ def tangent_step(st, x, V, dt, consts, att, tw, rtol):
     k = V.shape[0]
     s0 = math.sqrt(consts.k0 * dt)
     s1 = math.sqrt(consts.k1 * dt)
-    cc = -0.5 * (d - 1) * consts.k0
     gram_factor(V, Lg)
     for c in range(d):
         w[c] = s0 * normal(st)
@@ -82,6 +81,17 @@ def tangent_step(st, x, V, dt, consts, att, tw, rtol):
             for b in range(a + 1):
                 s += s1 * Lg[a, b] * Zk[b, c]
             Dw[a, c] = s
+    return euler_tangent(x, V, dt, consts, att, tw)
+
+
+@njit(cache=True)
+def euler_tangent(x, V, dt, consts, att, tw):
+    """(x, V) <- (z, dZ) of the Euler step and its Jacobian for the noise w = tw[0] at x and its
+    derivatives Dw = tw[1] along the rows of V (any field model's: ``rqf_sde`` shares it)."""
+    w, Dw, Vx, VV, z, dZ = tw[0], tw[1], tw[2], tw[3], tw[4], tw[5]
+    d = x.shape[0]
+    k = V.shape[0]
+    cc = -0.5 * (d - 1) * consts.k0
     if att.on:
         apply_sum_v(x, att, Vx)
         for a in range(k):
