@@ -16,7 +16,7 @@ CLAIM_MODULES = (
     "kernel", "ito_drift", "two_point", "lyapunov", "relu_rates", "coercivity", "dissipation",
     "synchronization", "convergence_depth", "convergence_width", "commuting_limits",
     "propagation_of_chaos", "lyapunov_spectrum", "log_distance_variance", "synchronization_time",
-    "attention_bound", "spde_weak_form", "metastability", "projective",
+    "attention_bound", "spde_weak_form", "metastability", "projective", "rqf",
 )
 
 CLAIMS: dict[str, Claim] = {}
