@@ -191,4 +191,4 @@ def test_readme_defaults_table_is_modelparams_defaults():
     shown = {k: rows[k] for k in MODEL_DEFAULTS if k in rows}
     want = {k: "identity" if v is None else str(v) for k, v in MODEL_DEFAULTS.items()}
     assert shown == {k: want[k] for k in ("d", "n_tokens", "horizon", "beta", "activation", "sigma_w", "sigma_b",
-                                          "sigma_a", "Q")}
+                                          "sigma_a", "field", "sigma_q", "Q")}

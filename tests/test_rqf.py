@@ -187,3 +187,29 @@ def test_claim_rejects_wrong_formulas(rqf_claim, mutation, failing):
     budget = None if 2 in failing else {"fraction_paths": 500}
     res = rqf_claim.run("quick", seed=1, formula=mutation(rqf_claim.formula()), budget=budget)
     assert {i for i, c in enumerate(res.checks) if not c.passed} == failing
+
+
+def test_stratonovich_sde_of_engel_shalova_has_the_layers_one_point_drift():
+    """Their dX = -P_X o dQ_t X by Heun's (Stratonovich) step, numpy: E<X' - x, x>/h is the Ito drift along x
+    ((1/2) E DV[V] . x + O(h)); it equals the layer's derived one-point drift d/dt E<X, x_0> (bridge), and so does
+    the derivation's symbolic Ito correction of their SDE."""
+    from sssn_verify.bridge import function
+    from sssn_verify.symbolic.general_field import stratonovich_drift
+    import sympy as sp
+    d, S, n, h = 4, 1.3, 400_000, 1e-4
+    want = function("general_field.rqf_one_point_linear", "math")(d, 1.0, 0.0, S)
+    B = as_key(0, "test_rqf", "heun").generator().standard_normal((n, d, d))
+    dQ = math.sqrt(h) * S * (B + np.transpose(B, (0, 2, 1))) / 2
+    x = np.eye(d)[0]
+
+    def V(X):                                   # -P_X dQ X, rows of X
+        QX = np.einsum("pij,pj->pi", dQ, X)
+        return -(QX - np.sum(X * QX, -1, keepdims=True) * X)
+
+    X0 = np.broadcast_to(x, (n, d))
+    Xt = X0 + V(X0)
+    radial = (0.5 * (V(X0) + V(Xt)))[:, 0] / h
+    se = radial.std(ddof=1) / math.sqrt(n)
+    assert abs(radial.mean() - want) / se < Z_CRIT and abs(radial.mean() - 1.05 * want) / se > Z_CRIT
+    assert float(stratonovich_drift().subs({sp.Symbol("d", positive=True, integer=True): d,
+                                            sp.Symbol("sigma_q", positive=True): S})) == pytest.approx(want)

@@ -13,7 +13,6 @@ from .common import add_field_options, add_model_options, epilog, params_from_ar
 EXAMPLES = [
     "sssn-verify regime --activation tanh --d 6 --sigma-w 1.2 --sigma-b 0.3 --sigma-a 1 --beta 1",
     "sssn-verify regime --activation relu --d 8 --sigma-b 1 --attention-scale=-0.5 --json",
-    "sssn-verify regime --activation 'sin(3*u)' --d 4 --no-attention",
     "sssn-verify regime --field rqf --sigma-q 1 --d 5 --no-attention --json",
 ]
 #: the model options whose default is printed with the result when they are not given

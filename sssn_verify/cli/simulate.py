@@ -28,7 +28,6 @@ from .common import add_field_options, add_model_options, epilog, params_from_ar
 EXAMPLES = [
     "sssn-verify simulate gaussian --d 4 --n-tokens 8 --depth 64 --paths 4 --seed 1 --out /tmp/g.npz --plot /tmp/g.png",
     "sssn-verify simulate transformer --d 4 --width 64 --depth 32 --paths 2 --out /tmp/t.npz",
-    "sssn-verify simulate coupled --widths 16,64,inf --d 3 --depth 16 --paths 4 --out /tmp/c.npz --plot /tmp/c.png",
     "sssn-verify simulate rqf --sigma-q 1 --d 5 --n-tokens 8 --depth 64 --paths 4 --no-attention --out /tmp/q.npz",
 ]
 

@@ -219,6 +219,32 @@ def rqf_atanh_coefficients() -> tuple[sp.Expr, sp.Expr]:
     return drift_y, diffusion
 
 
+def _gaussian_quadratic_mean(expr: sp.Expr, entries: list) -> sp.Expr:
+    """E[expr] for a polynomial of degree <= 2 in independent standard normals `entries`."""
+    poly = sp.Poly(sp.expand(expr), *entries)
+    return sp.expand(sum(c for m, c in poly.terms() if all(p in (0, 2) for p in m)))
+
+
+@lru_cache(maxsize=None)
+def stratonovich_drift() -> sp.Expr:
+    """gamma in the Ito drift gamma x of the Stratonovich SDE dX = -P_X o dQ_t X (Engel-Shalova), Q_t the
+    symmetric matrix Brownian motion with increments S (B + B^T)/2 sqrt(dt): (1/2) E[DV(x)[V(x)]] with
+    V(x) = -P_x Q x, at x = e_1 (the law of Q is conjugation invariant) in d = 2, 3, 4, affine in d."""
+    vals = {}
+    for n in (2, 3, 4):
+        xs = list(sp.symbols(f"x1:{n + 1}", real=True))
+        X = sp.Matrix(xs)
+        Bs = sp.Matrix(n, n, lambda i, j: sp.Symbol(f"B{i}{j}", real=True))
+        Q = sigma_q * (Bs + Bs.T) / 2
+        V = -(Q * X - (X.T * Q * X)[0] * X)
+        corr = (V.jacobian(xs) * V).subs(dict(zip(xs, [1] + [0] * (n - 1))))
+        mean = [_gaussian_quadratic_mean(c, list(Bs)) for c in corr]
+        if any(m != 0 for m in mean[1:]):
+            raise DerivationError(f"Stratonovich correction is not along x in d={n}: {mean}")
+        vals[n] = mean[0] / 2
+    return sp.factor(affine_in_d(vals, "Stratonovich correction"))
+
+
 @register("general_field")
 def general_field() -> Derivation:
     """The two-point motion of a field declared by its covariance tensor; the random quadratic form rqf."""
@@ -251,8 +277,16 @@ def general_field() -> Derivation:
     dv.add("rqf: the rate $a_1/2$ of that Brownian motion", T[a_1] / 2)
     m1, m2, stat = rqf_one_point()
     dv.add("rqf: $\\tfrac{d}{dt} E\\langle X, e\\rangle$ and $\\tfrac{d}{dt} E\\langle X, e\\rangle^2$ at "
-           "$\\langle X, e\\rangle = \\rho$; the second vanishes at $\\langle X, e\\rangle^2 = $ the uniform law's "
-           "second moment", sp.Tuple(m1, m2, stat))
+           "$\\langle X, e\\rangle = \\rho$; the second vanishes where $\\langle X, e\\rangle^2$ equals the second "
+           "moment of the uniform law", sp.Tuple(m1, m2, stat))
+    strat = stratonovich_drift()
+    gam = sp.factor(affine_in_d({n: projection_drift_gamma(n).subs(k0, T[a_1]) for n in (2, 3, 4)},
+                                "rqf projection drift"))
+    if sp.simplify(strat - gam) != 0:
+        raise DerivationError(f"the Stratonovich correction {strat} differs from the projection drift {gam}")
+    dv.add("The Stratonovich SDE of Engel and Shalova, $dX = -P_X \\circ dQ_t X$: its Itô correction "
+           "$\\tfrac12 E[DV(x)[V(x)]]$, $V(x) = -P_x Q x$, is $\\gamma x$ with $\\gamma$ equal to the "
+           "projection drift of the layer ($\\gamma$ at $a_1$); both", sp.Tuple(strat, gam))
     l1 = rqf_lambda1()
     L1 = sp.Symbol("lambda_1")
     dv.add("rqf top Lyapunov exponent from the small-distance limit "
@@ -280,6 +314,6 @@ def general_field() -> Derivation:
 
 
 __all__ = ["general_field", "general_two_point_coefficients", "special_case_residual", "rqf_tensor",
-           "one_point_coefficients", "rqf_one_point", "rqf_log_sin_rate", "rqf_atanh_coefficients",
+           "one_point_coefficients", "rqf_one_point", "stratonovich_drift", "rqf_log_sin_rate", "rqf_atanh_coefficients",
            "rqf_two_point", "rqf_lambda1", "rqf_projective", "rqf_covariance_explicit", "sigma_q",
            "a_r", "b_r", "c_r", "e_r", "f_r", "a_1", "s_1"]
