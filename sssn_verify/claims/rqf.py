@@ -9,13 +9,10 @@
 (c) lambda_1 = -S^2 from the tangent flow of the layer, and the projective exponent from nearly coincident and nearly
     antipodal pairs (the ends of (b)'s grid).
 
-Evidence never uses the derivation: the model's own layer (d(d+1)/2 normals per layer from the path's generator), one
-layer with Richardson over h, h/2, h/4 on shared normals and antithetic noise (numeric.experiments), and whole runs
-at depths L and 2L (independent noise) combined by Richardson for the fraction.  The law of rho depends on S^2 t
-only, so the fraction runs to T = FRACTION_ST / S^2 with S^2 h = FRACTION_ST / L.  Measured (d = 5, S = 1, S^2 T = 4,
-100k runs per depth; derived 0.12537): S^2 h = 0.125, 0.0625, 0.031, 0.0156, 0.0078 give 0.0681, 0.1083, 0.1205,
-0.1260, 0.1258 (+- 0.001): the bias is not yet first order above S^2 h ~ 0.03 (large steps: I + sqrt(h) Q nearly
-singular), so the depths are L = 256 and 512 (S^2 h = 0.0156, 0.0078), where 2 p(2L) - p(L) = 0.1256 +- 0.0023.
+Evidence never uses the derivation (the model's own layer; one layer with Richardson over h, h/2, h/4 on shared
+normals; whole runs at depths L and 2L for the fraction, at S^2 T = FRACTION_ST).
+
+More (moved from this docstring): docs/modules.md, ``sssn_verify.claims.rqf``.
 """
 from __future__ import annotations
 
