@@ -160,7 +160,7 @@ def _fraction(formula, d, S, budget, key, level, tag):
                           method=f"{P} runs at depths {L} and {2 * L} (S^2 h = {FRACTION_ST / L:g}, "
                                  f"{FRACTION_ST / (2 * L):g}), Richardson 2 p(2L) - p(L); derived law by "
                                  "Crank-Nicolson (tolerance: its error bound)",
-                          details={"depth_fractions": [p1, p2], "antipodal_share": anti,
+                          details={"depth_fractions": [p1, p2], "antipodal_share": None if math.isnan(anti) else anti,
                                    "numerical_error": err})
 
 
