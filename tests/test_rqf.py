@@ -58,14 +58,28 @@ def test_models_refuse_a_field_they_do_not_simulate():
 
 
 # ---------------------------------------------------------------- the engine models
-def test_rqf_models_simulate_on_the_sphere_and_chunks_agree():
+def test_rqf_simulates_on_the_sphere_and_chunks_agree():
+    # (rqf_sde's step is sde's evaluate/advance with this noise; its own new code, the tangent step, is tested below)
     from sssn_verify import engine
     p = ModelParams(field="rqf", sigma_q=1.2, d=4, n_tokens=3)
-    for model in ("rqf", "rqf_sde"):
-        whole = engine.simulate(model, p, 8, n_paths=5, seed=3, progress=False)
-        part = engine.simulate(model, p, 8, n_paths=5, seed=3, progress=False, paths=(2, 5))
-        assert np.allclose(np.linalg.norm(whole.tokens, axis=-1), 1.0, atol=1e-12)
-        assert np.array_equal(whole.tokens[2:], part.tokens)
+    whole = engine.simulate("rqf", p, 8, n_paths=5, seed=3, progress=False)
+    part = engine.simulate("rqf", p, 8, n_paths=5, seed=3, progress=False, paths=(2, 5))
+    assert np.allclose(np.linalg.norm(whole.tokens, axis=-1), 1.0, atol=1e-12)
+    assert np.array_equal(whole.tokens[2:], part.tokens)
+
+
+def test_rqf_sde_tangent_step_has_the_derived_exponent_and_ito_drift():
+    """One Euler step of rqf_sde's tangent flow (Richardson over h, h/2 on shared normals): lam -> lambda_1 and
+    gam -> the one-point drift -(d-1) a(1)/2 (both through the bridge); z-tests at 1e-4."""
+    from sssn_verify.bridge import function
+    from sssn_verify.numeric.experiments import tangent_layer
+    d, S = 4, 0.9
+    m = tangent_layer("rqf_sde", ModelParams(field="rqf", sigma_q=S, d=d), 0.02 / S ** 2, 60_000,
+                      as_key(0, "test_rqf", "sde-tangent"), levels=2)
+    want = {"lam": function("general_field.rqf_lambda1", "math")(S),
+            "gam": function("general_field.rqf_one_point_linear", "math")(d, 1.0, 0.0, S)}
+    for name, value in want.items():
+        assert abs(m.mean[name] - value) / m.stderr[name] < Z_CRIT, (name, m.mean[name], value, m.stderr[name])
 
 
 # ---------------------------------------------------------------- acceptance: regime against numpy
