@@ -197,10 +197,11 @@ def _derived_text() -> str:
 CLAIM = Claim(
     name="rqf",
     title="The random quadratic form: Brownian one-point motion, synchronization to antipodal points",
-    statement="For the layer x' = Pi(x + sqrt(h) Q x), Q = S (B + B^T)/2 fresh per layer and common to the tokens: "
-              "(a) one token moves as Brownian motion on the sphere at rate S^2/4 (uniform stationary law); "
-              "(b) pairs synchronize to antipodal points: E log sin(theta_t) falls at rate -S^2 from any start, and "
-              "the fraction with rho^2 > 1 - 1e-6 at time T follows the derived law of atanh(rho); (c) lambda_1 = -S^2.",
+    statement=r"For the layer $x' = \Pi(x + \sqrt{h}\, Q x)$, $Q = S\,(B + B^T)/2$ fresh per layer and common "
+              r"to the tokens: (a) one token moves as Brownian motion on the sphere at rate $S^2/4$ (uniform "
+              r"stationary law); (b) pairs synchronize to antipodal points: $E \log \sin\theta_t$ falls at rate "
+              r"$-S^2$ from any start, and the fraction with $\rho^2 > 1 - 10^{-6}$ at time $T$ follows the "
+              r"derived law of $\operatorname{atanh}\rho$; (c) $\lambda_1 = -S^2$.",
     derivation="general_field",
     formula=derived_formula,
     checker=check,
