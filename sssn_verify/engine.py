@@ -26,6 +26,7 @@ from .numeric.attention import operands as _attention
 from .numeric.fields import DEFAULT_RTOL, STATUS_MESSAGES, STATUS_OK
 from .numeric.models import MODELS, Model, ladder_reference
 from .numeric.models.finite_width import MODES
+from .numeric.slices import run_sliced
 
 
 @dataclass(frozen=True)
@@ -263,42 +264,12 @@ def _bar(n_paths: int, work: float, progress, desc: str):
     return tqdm(total=n_paths, desc=desc, unit="path", leave=False)
 
 
-#: seconds of kernel time between two returns to Python (the progress bar moves then): numba
-#: kernels do not see signals, so Ctrl-C (KeyboardInterrupt) is raised at the next return
-SLICE_SECONDS = 0.4
-
-
-def _slices(n_paths: int, threads: int):
-    """Path slices sized by time: a first slice of one path per thread (it may include the
-    compile), then slices of about SLICE_SECONDS at the rate measured so far (a multiple of the
-    thread count).  Slicing never changes results (per-path seeds); it bounds how long Ctrl-C
-    waits to about SLICE_SECONDS, or one path's time when a single path is longer."""
-    import time
-    a, size, spent, done = 0, min(n_paths, threads), 0.0, 0
-    while a < n_paths:
-        b = min(n_paths, a + size)
-        t0 = time.perf_counter()
-        yield a, b
-        dt = time.perf_counter() - t0
-        if a > 0 or b == n_paths:               # the first slice may hold the compile: not a rate
-            spent, done = spent + dt, done + (b - a)
-        per_path = (spent / done) if done else dt / (b - a)
-        size = max(threads, int(SLICE_SECONDS / max(per_path, 1e-9)) // threads * threads)
-        a = b
-
-
 def _run_chunked(kernel_call, n_paths, work, progress, desc):
-    import numba
-
-    from .numeric.blas_threads import single_threaded_blas
+    """kernel_call(a, b) over path slices of about ``numeric.slices.SLICE_SECONDS`` (Ctrl-C within a
+    second; per-path seeds, so the slicing never changes a number), with the progress bar."""
     bar = _bar(n_paths, work, progress, desc)
-    threads = numba.get_num_threads()
     try:
-        with single_threaded_blas(threads > 1):  # threads over paths, not in BLAS
-            for a, b in _slices(n_paths, threads):
-                kernel_call(a, b)
-                if bar is not None:
-                    bar.update(b - a)
+        run_sliced(kernel_call, n_paths, None if bar is None else bar.update)
     finally:
         if bar is not None:
             bar.close()

@@ -95,6 +95,31 @@ def test_pair_layer_is_thread_independent_and_its_controls_have_mean_zero():
     assert c[:, 2].var() == pytest.approx(2.0, rel=0.05)
 
 
+def test_slicing_the_blocks_never_changes_a_number(monkeypatch):
+    """Issue 22: the harness calls its kernel on slices of blocks (Ctrl-C is seen between two calls);
+    each block owns its generator state and rows, so all blocks in one call and one block per call
+    give the same bits (tangent: moments; pair: per-path rates and controls, two and three tokens)."""
+    from sssn_verify.numeric.kernels import kernel
+    from sssn_verify.numeric.layer_rates import two_tokens
+    p = ModelParams(d=4, activation="tanh", sigma_w=1.2, sigma_b=0.3, sigma_a=1.0, V=0.0, n_tokens=1)
+    kf = kernel("tanh", 1.2, 0.3, 1.0)
+    X3 = np.vstack([two_tokens(3, 0.3), [[0.0, 0.0, 1.0]]])
+    runs = []
+    for slicing in (lambda call, n: call(0, n), lambda call, n: [call(a, a + 1) for a in range(n)],
+                    lambda call, n: [call(a, min(n, a + 2)) for a in range(0, n, 2)]):
+        monkeypatch.setattr(ex, "run_sliced", slicing)
+        t = ex.tangent_layer("gaussian", p, 1e-3, 3 * ex.BLOCK + 17, Key(5).child("test"), n_vectors=3, qr=True)
+        two = ex.pair_layer("gaussian", kf, two_tokens(3, 0.3), "energy", 3 * ex.BLOCK + 5, Key(7).child("t"), 1e-3)
+        three = ex.pair_layer("gaussian", kf, X3, "quadratic", 2 * ex.BLOCK + 9, Key(7).child("t"), 1e-3,
+                              a=np.array([1.0, 0.5, 0.0]))
+        runs.append((t, two, three))
+    (t0, two0, three0), rest = runs[0], runs[1:]
+    assert two0[1].shape == (3 * ex.BLOCK + 5, ex.N_CONTROLS) and three0[1].shape[0] == 0
+    for t, two, three in rest:
+        assert t.mean == t0.mean and t.sd == t0.sd and np.array_equal(t.cov, t0.cov)
+        assert all(np.array_equal(x, y) for x, y in zip(two + three, two0 + three0))
+
+
 # ----------------------------------------------------------------------------- a new model: one file + one line
 def test_the_fixed_kernel_model_is_registered_and_simulated():
     from sssn_verify.engine import simulate

@@ -7,7 +7,9 @@ bound to the model's numba functions by ``driver.compiled``, as the engine's dri
 registered model is simulated by every experiment whose requirements it meets
 (:func:`models_where`).  Paths come in blocks of BLOCK, one generator state per block
 (``Key.path_states``) drawn in path order; block moments (:func:`welford`) are merged in block order
-(:func:`merge_blocks`), so results depend on the key and the number of paths only, never on threads.
+(:func:`merge_blocks`), so results depend on the key and the number of paths only, never on threads
+or on the slices of blocks the kernel is called on (``numeric.slices``: a return to Python about every
+0.4 s, where Ctrl-C is raised).
 
 One Richardson (:func:`richardson_weights`), one accumulator (:func:`welford`, :func:`merge_blocks`),
 one control-variate helper (:func:`cross_fit`).  Experiments: :func:`tangent_layer` (one token and k
@@ -27,6 +29,7 @@ from .driver import orthonormalise
 from .fields import DEFAULT_RTOL, STATUS_NONFINITE, STATUS_OK, rng_state
 from .kernel_table import table_gap
 from .observables import half_sq_dist
+from .slices import run_sliced
 from .sphere import push
 
 BLOCK = 4096
@@ -303,8 +306,14 @@ def tangent_layer(model: str, params, h: float, n_paths: int, key, *, n_vectors:
     status = np.zeros((nb, 2), dtype=np.int64)
     kern = (compiled(tangent_block, m, p.activation, None, hidden_activations(p)) if m.uses_activation
             else compiled(tangent_block, m))
-    kern(nb, P, key.path_states(nb), p.d, k, bool(qr), hs, richardson_weights(nl), consts, attention.operands(p),
-         DEFAULT_RTOL, mean, m2, cm, status)
+    states, weights, att = key.path_states(nb), richardson_weights(nl), attention.operands(p)
+
+    def call(a, b):            # blocks a..b-1: their states and rows, paths counted from block a
+        kern(b - a, P - a * BLOCK, states[a:b], p.d, k, bool(qr), hs, weights, consts, att, DEFAULT_RTOL,
+             mean[a:b], m2[a:b], cm[a:b], status[a:b])
+        status[a:b, 1] += np.where(status[a:b, 0] != 0, a * BLOCK, 0)
+
+    run_sliced(call, nb)
     if np.any(status[:, 0] != 0):
         raise SimulationError(f"{m.label}: non-finite or degenerate layer at h = {h:g} ({p})")
     return moments(model, hs, names, counts, mean, m2, cm, key)
@@ -483,8 +492,14 @@ def pair_layer(model: str, consts, X0, functional_kind: str, n_paths: int, key, 
     status = np.zeros(P, np.int64)
     avec = np.zeros(d) if a is None else np.ascontiguousarray(a, dtype=float)
     kern = compiled(pair_block, MODELS[model])
-    kern(nb, P, as_key(key).path_states(nb), X0, h * 2.0 ** -np.arange(levels), FUNCTIONALS[functional_kind],
-         float(beta), avec, consts, ctable, float(ck0), attention, 1e-13, out, cv, status)
+    states, hs, kind = as_key(key).path_states(nb), h * 2.0 ** -np.arange(levels), FUNCTIONALS[functional_kind]
+
+    def call(a, b):            # blocks a..b-1: their states, their paths' rows (counted from block a)
+        r = a * BLOCK
+        kern(b - a, P - r, states[a:b], X0, hs, kind, float(beta), avec, consts, ctable, float(ck0), attention,
+             1e-13, out[r:], cv[r:] if cv.shape[0] else cv, status[r:])
+
+    run_sliced(call, nb)
     if np.any(status != STATUS_OK):
         raise SimulationError(f"{MODELS[model].label}: exact-layer rate, sampler status "
                               f"{int(status[status != STATUS_OK][0])}")
