@@ -9,7 +9,8 @@
   sizes from the zip directory and shapes from the headers before decompression.)
 * :func:`load_json` reads a size-limited JSON document (deep nesting is an error, not a
   crash; ``NaN``/``Infinity`` are refused, as JSON has none) and validates it against a
-  JSON schema when one is given.
+  JSON schema when one is given; :func:`report_schema` is report.json's (package data,
+  ``sssn_verify/report.schema.json``, shipped by every install; ``docs/report.schema.json`` links to it).
 
 Limits (:mod:`sssn_verify.limits`): ``MAX_INPUT_BYTES`` per file, ``MAX_ARRAY_BYTES`` per
 array (uncompressed), ``MAX_REPORT_BYTES`` for report.json.
@@ -20,6 +21,7 @@ import io
 import json
 import os
 import stat
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -114,4 +116,12 @@ def load_json(path, *, what: str, max_bytes: int, schema: dict | None = None) ->
     return data
 
 
-__all__ = ["open_input", "load_npy", "load_json"]
+@lru_cache(maxsize=1)
+def report_schema() -> dict:
+    """The JSON schema of report.json: ``report.schema.json`` of the installed package (package data,
+    so a non-editable install has it too; ``docs/report.schema.json`` is a link to it)."""
+    from importlib.resources import files
+    return json.loads(files("sssn_verify").joinpath("report.schema.json").read_text(encoding="utf-8"))
+
+
+__all__ = ["open_input", "load_npy", "load_json", "report_schema"]

@@ -16,7 +16,6 @@ Packages: fontenc (T1), lmodern, amsmath, amssymb, amsthm, breqn, geometry, micr
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -147,13 +146,12 @@ def _date_text(iso: str) -> str:
 def load_report(directory) -> dict[str, Any]:
     """DIR/report.json as written by ``sssn-verify verify --report DIR`` (ParameterError if absent
     or not a report): a regular file of at most ``limits.MAX_REPORT_BYTES``, valid against the whole
-    ``docs/report.schema.json`` (every required field, every type; jsonschema, before any use)."""
-    from .inputs import load_json
+    ``report.schema.json`` (``inputs.report_schema``: every required field, every type; jsonschema, before
+    any use)."""
+    from .inputs import load_json, report_schema
     from .limits import MAX_REPORT_BYTES
-    schema_path = Path(__file__).resolve().parents[1] / "docs" / "report.schema.json"
-    schema = json.loads(schema_path.read_text()) if schema_path.is_file() else None
     data = load_json(Path(directory) / "report.json", what="with-report", max_bytes=MAX_REPORT_BYTES,
-                     schema=schema)
+                     schema=report_schema())
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
         raise ParameterError("with-report", str(directory), "report.json is not an sssn_verify report")
     return data

@@ -1,4 +1,5 @@
-"""Project metadata: --version, python -m sssn_verify, LICENSE, CITATION.cff, CHANGELOG, README docs."""
+"""Project metadata: --version, python -m sssn_verify, LICENSE, CITATION.cff, CHANGELOG, README docs, package data."""
+import os
 import re
 import subprocess
 import sys
@@ -66,3 +67,29 @@ def test_version_flag_in_process(capsys):
     except SystemExit as exc:
         assert exc.code == 0
     assert capsys.readouterr().out.strip() == f"sssn-verify {__version__}"
+
+
+def test_report_schema_is_package_data_found_by_an_installed_copy(tmp_path):
+    """Issue 22: report.json's schema ships inside the package (a non-editable install has no docs/):
+    one copy, sssn_verify/report.schema.json, which docs/report.schema.json links to; setuptools' build_py
+    (the step that fills a wheel) copies it, and that copy alone validates a report's type errors."""
+    doc, pkg = ROOT / "docs" / "report.schema.json", ROOT / "sssn_verify" / "report.schema.json"
+    assert pkg.is_file() and not pkg.is_symlink() and doc.resolve() == pkg.resolve()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "report.schema.json" in project["tool"]["setuptools"]["package-data"]["sssn_verify"]
+    assert any(d.startswith("jsonschema>=") for d in project["project"]["dependencies"])   # used at run time
+    res = subprocess.run([sys.executable, "-c", "import setuptools; setuptools.setup()", "-q", "egg_info", "-e",
+                          str(tmp_path), "build_py", "-d", str(tmp_path / "lib")], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    built = tmp_path / "lib" / "sssn_verify" / "report.schema.json"
+    assert built.is_file() and built.read_bytes() == pkg.read_bytes()
+    (tmp_path / "rep").mkdir()
+    (tmp_path / "rep" / "report.json").write_text('{"seed": [1, 2], "claims": []}')
+    probe = ("import sssn_verify.inputs as i, sssn_verify.latex_doc as L, sys\n"
+             "assert i.__file__.startswith(sys.argv[1]), i.__file__\n"
+             "try:\n    L.load_report(sys.argv[2])\nexcept Exception as e:\n    print(type(e).__name__, e)\n")
+    res = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "lib"), str(tmp_path / "rep")], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path / "lib")})
+    assert res.returncode == 0 and res.stdout.startswith("ParameterError") and "schema" in res.stdout, res
