@@ -151,32 +151,51 @@ def judge(expr: sp.Basic, values: dict[str, float], errors: dict[str, float]):
 
 
 # ----------------------------------------------------------------------------- quantities
-def quantities(point: dict[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
-    """The regime quantities at `point` (activation, d, sigmas, beta) and their stated errors."""
-    from .numeric.kernels import kernel
+#: the quantities that need only k0 = K(1) and k1 = K'(1), not the kernel table (K at rho < 1):
+#: a statement over these alone is judged from two 1-D quadratures per point (``kernels.kernel_point``)
+POINT_QUANTITIES = frozenset({"lambda1", "k0", "k1", "c_att", "lambda_proj"} | set(PARAMETERS))
+
+
+def quantities(point: dict[str, Any], names=None) -> tuple[dict[str, float], dict[str, float]]:
+    """The regime quantities at `point` (activation, d, sigmas, beta) and their stated errors.
+
+    When every name in `names` is one of :data:`POINT_QUANTITIES`, only those are computed (from
+    k0 and k1 alone, with their own errors); the others are nan."""
+    from .numeric.rates import c_att, lambda1, lambda_proj
     from .params import ModelParams
-    from .regime import regime
+    from .regime import _check_finite, field_is_odd, regime
     p = ModelParams(d=point["d"], activation=point["activation"], sigma_w=point["sigma_w"],
                     sigma_b=point["sigma_b"], sigma_a=point["sigma_a"], beta=point["beta"])
-    r = regime(p)
-    eb = float(kernel(p.activation, p.sigma_w, p.sigma_b, p.sigma_a).error_bound)
     d = p.d
-    values = {"lambda1": r.lambda1, "lambda_bar": r.lambda_bar, "k0": r.k0, "k1": r.k1,
-              "c_att": r.c_att, "lambda_bar_proj": r.lambda_bar_proj, "lambda_proj": r.lambda_proj,
-              "d": float(d), "sigma_w": p.sigma_w, "sigma_b": p.sigma_b,
+    if names is not None and set(names) <= POINT_QUANTITIES:
+        from .numeric.kernels import kernel_point
+        kp = kernel_point(p.activation, p.sigma_w, p.sigma_b, p.sigma_a)
+        k0, k1, e0, e1 = kp.k0, kp.k1, kp.k0_error, kp.k1_error
+        rates = {"lambda1": lambda1(d, k0, k1), "lambda_bar": math.nan, "c_att": c_att(p.beta, p.Q, p.K, p.V),
+                 "lambda_bar_proj": math.nan,
+                 "lambda_proj": lambda_proj(d, k0, k1) if field_is_odd(p) else math.nan}
+        _check_finite(k0=k0, C_att=rates["c_att"], **({} if math.isinf(k1) else dict(k1=k1, lambda_1=rates["lambda1"])))
+    else:
+        from .numeric.kernels import kernel
+        r = regime(p)
+        k0, k1 = r.k0, r.k1
+        e0 = e1 = float(kernel(p.activation, p.sigma_w, p.sigma_b, p.sigma_a).error_bound)
+        rates = {"lambda1": r.lambda1, "lambda_bar": r.lambda_bar, "c_att": r.c_att,
+                 "lambda_bar_proj": r.lambda_bar_proj, "lambda_proj": r.lambda_proj}
+    values = {"k0": k0, "k1": k1, **rates, "d": float(d), "sigma_w": p.sigma_w, "sigma_b": p.sigma_b,
               "sigma_a": p.sigma_a, "beta": p.beta}
-    e_k1 = 0.0 if math.isinf(r.k1) else eb
-    errors = {"k0": eb, "k1": e_k1,
-              "lambda1": 0.5 * (abs(d - 3) * e_k1 + (d - 1) * eb) + _ROUNDING * _fabs(r.lambda1),
-              "lambda_bar": (LAMBDA_BAR_ABS_ERR + LAMBDA_BAR_REL_ERR * _fabs(r.lambda_bar)
-                             + (d - 1) * e_k1 + abs(d - 3) * eb),
-              "c_att": _ROUNDING * abs(r.c_att)}
+    e1 = 0.0 if math.isinf(k1) else e1
+    errors = {"k0": e0, "k1": e1,
+              "lambda1": 0.5 * (abs(d - 3) * e1 + (d - 1) * e0) + _ROUNDING * _fabs(values["lambda1"]),
+              "lambda_bar": (LAMBDA_BAR_ABS_ERR + LAMBDA_BAR_REL_ERR * _fabs(values["lambda_bar"])
+                             + (d - 1) * e1 + abs(d - 3) * e0),
+              "c_att": _ROUNDING * abs(values["c_att"])}
     # the projective rates have the error model of lambda_1 and lambda_bar (the same k0, k1 and grid)
-    errors["lambda_proj"] = 0.5 * (abs(d - 3) * e_k1 + (d - 1) * eb) + _ROUNDING * _fabs(r.lambda_proj)
-    errors["lambda_bar_proj"] = (LAMBDA_BAR_ABS_ERR + LAMBDA_BAR_REL_ERR * _fabs(r.lambda_bar_proj)
-                                 + (d - 1) * e_k1 + abs(d - 3) * eb)
+    errors["lambda_proj"] = 0.5 * (abs(d - 3) * e1 + (d - 1) * e0) + _ROUNDING * _fabs(values["lambda_proj"])
+    errors["lambda_bar_proj"] = (LAMBDA_BAR_ABS_ERR + LAMBDA_BAR_REL_ERR * _fabs(values["lambda_bar_proj"])
+                                 + (d - 1) * e1 + abs(d - 3) * e0)
     errors.update({k: 0.0 for k in PARAMETERS})
-    return values, errors
+    return {k: values[k] for k in QUANTITIES}, errors
 
 
 def _fabs(x: float) -> float:
@@ -242,11 +261,11 @@ def _grid(lo: float, hi: float, lo_open: bool, hi_open: bool, n: int) -> list[fl
     return vals
 
 
-def _strategy(domain: dict[str, list], activations: Sequence[str]):
+def _strategy(domain: dict[str, list], activations: Sequence[str], tables: bool = True):
     """The search's points: the activation (shrinking towards the first), d an integer, the other
-    parameters uniform over their ranges; for an activation whose kernel needs quadrature sigma_w and
-    sigma_b take SIGMA_GRID_QUADRATURE evenly spaced values each (as in ``check``), so that at most
-    that many squared kernel tables are built."""
+    parameters uniform over their ranges; when kernel `tables` are needed, for an activation whose
+    kernel needs quadrature sigma_w and sigma_b take SIGMA_GRID_QUADRATURE evenly spaced values each
+    (as in ``check``), so that at most that many squared kernel tables are built."""
     from hypothesis import strategies as st
 
     from .strategies import SIGMA_GRID_QUADRATURE
@@ -262,7 +281,8 @@ def _strategy(domain: dict[str, list], activations: Sequence[str]):
                          allow_nan=False, allow_infinity=False, allow_subnormal=False)
 
     per = {a: st.fixed_dictionaries({"activation": st.just(a),
-                                     **{n: axis(n, *r, needs_quadrature(a)) for n, r in domain.items()}})
+                                     **{n: axis(n, *r, tables and needs_quadrature(a))
+                                        for n, r in domain.items()}})
            for a in activations}
     if len(per) == 1:
         return next(iter(per.values()))
@@ -367,6 +387,8 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
     acts = list(activations) if activations else [activation or "relu"]
     acts = list(dict.fromkeys(get_activation(a).name for a in acts))
     domain = _narrow({k: [lo, hi, False, False] for k, (lo, hi) in DEFAULT_DOMAIN.items()}, cond)
+    names = stmt.names | (cond.names if cond else frozenset())
+    tables = not names <= POINT_QUANTITIES       # else k0 and k1 alone: 1-D quadratures, no table
 
     cache: dict[tuple, tuple[bool | None, float, Any]] = {}
     state = {"evals": 0, "first": None, "undetermined": 0, "last": None}
@@ -379,7 +401,7 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
             return None, math.nan, None          # shrinking budget spent: not a counterexample
         state["evals"] += 1
         try:
-            values, errors = quantities(point)
+            values, errors = quantities(point, names)
         except ParameterError:
             out = (None, math.nan, None)         # outside the model's domain (e.g. sw = sb = 0)
         except SSSNError as exc:                 # a quantity is not computable there: undetermined
@@ -400,7 +422,7 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
 
     @search_settings(max_examples, (Phase.generate, Phase.target, Phase.shrink))
     @h_seed(seed)
-    @given(_strategy(domain, acts))
+    @given(_strategy(domain, acts, tables))
     def search(point):
         truth, margin, data = evaluate(point)
         h_assume(truth != "skip")
@@ -413,7 +435,7 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
             raise _Counterexample()
 
     notes = []
-    quad = [a for a in acts if needs_quadrature(a)]
+    quad = [a for a in acts if tables and needs_quadrature(a)]
     if quad:
         from .strategies import SIGMA_GRID_QUADRATURE as G
         notes.append(f"{', '.join(quad)}: kernel by quadrature, so sigma_w and sigma_b were searched on a {G} x {G} "

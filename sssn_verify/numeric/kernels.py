@@ -182,6 +182,46 @@ def kernel_constants(activation, sigma_w=1.0, sigma_b=0.0, sigma_a=1.0, *, hidde
     return kf.k0, kf.k1
 
 
+@dataclass(frozen=True)
+class KernelPoint:
+    """k0 = K(1) and k1 = K'(1) (inf when phi jumps) of one activation and (sigma_w, sigma_b, sigma_a),
+    each with its error bound; ``method`` as :class:`KernelFunction`'s."""
+
+    k0: float
+    k1: float
+    k0_error: float
+    k1_error: float
+    method: str
+
+
+def kernel_point(activation, sigma_w=1.0, sigma_b=0.0, sigma_a=1.0) -> KernelPoint:
+    """k0 and k1 without the Chebyshev table of K: the closed form or the two 1-D quadratures that
+    the table's header holds (the same numbers as ``kernel(...).k0``, ``.k1``), each with its own
+    error (the 1-D rule's difference to a coarser one, plus rounding; the table's bound adds the fit
+    of K(rho) at rho < 1).  Milliseconds where a quadrature table costs about a second: for what
+    needs no K(rho) at rho < 1 (``find 'lambda1 < 0'``).  The moments are checked as by :func:`kernel`."""
+    act = get_activation(activation)
+    sw, sb, sa = check_sigmas(sigma_w, sigma_b, sigma_a)
+    act.check_moments(math.hypot(sw, sb))
+    return _kernel_point(act.name, sw, sb, sa)
+
+
+@lru_cache(maxsize=4096)
+def _kernel_point(name: str, sw: float, sb: float, sa: float) -> KernelPoint:
+    act = get_activation(name)
+    closed = _closed(name)
+    if sw == 0.0:                       # as _build_unit_table: K is constant
+        k0 = _quad_k0(act, sb)[0]
+        k1, e0, e1 = 0.0, 1e-15 * max(1.0, abs(k0)), 0.0
+    else:
+        k0, k1, e0, e1 = _unit_k0_k1(act, sw, sb, closed)
+    e0 += 4e-16 * max(1.0, abs(k0))
+    e1 += 4e-16 * max(1.0, abs(k1)) if math.isfinite(k1) else 0.0
+    scale = sa * sa
+    k1 = k1 * scale if (scale > 0 or math.isfinite(k1)) else 0.0
+    return KernelPoint(k0 * scale, k1, e0 * scale, e1 * scale, "closed form" if closed is not None else "quadrature")
+
+
 # ----------------------------------------------------------------------------- table building
 @lru_cache(maxsize=1024)
 def _unit_table(name: str, sw: float, sb: float, force_quadrature: bool, hkey: tuple = ()) -> dict:
@@ -225,6 +265,17 @@ def _source_hash() -> str:
     return h.hexdigest()[:16]
 
 
+def _unit_k0_k1(act: Activation, sw: float, sb: float, closed) -> tuple[float, float, float, float]:
+    """(k0, k1, their errors) at sigma_a = 1, sigma_w > 0: from the `closed` form (errors 0: rounding
+    only) or else the 1-D quadratures (each error: the difference to a coarser rule); k1 = inf when
+    phi jumps."""
+    if closed is not None:
+        return float(closed[0](sw, sb)), (math.inf if act.has_jump else float(closed[1](sw, sb))), 0.0, 0.0
+    k0, k0_err = _quad_k0(act, math.hypot(sw, sb))
+    k1, k1_err = (math.inf, 0.0) if act.has_jump else _quad_k1(act, sw, sb)
+    return k0, k1, k0_err, k1_err
+
+
 def _build_unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -> dict:
     act = get_activation(name)
     jump = act.has_jump
@@ -238,8 +289,7 @@ def _build_unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -
     if closed is not None:
         import mpmath as mp
         k0_expr, k1_expr, K_mp = closed
-        k0 = float(k0_expr(sw, sb))
-        k1 = math.inf if jump else float(k1_expr(sw, sb))
+        k0, k1, _, _ = _unit_k0_k1(act, sw, sb, closed)
         with mp.workdps(40):
             k0_mp = mp.mpf(k0_expr(mp.mpf(sw), mp.mpf(sb)))
 
@@ -254,11 +304,7 @@ def _build_unit_table(name: str, sw: float, sb: float, force_quadrature: bool) -
             coef, err = _adaptive_chebyshev(h_at, max_n=2049)
         method, quad_err = "closed form", 0.0
     else:
-        k0, k0_err = _quad_k0(act, math.hypot(sw, sb))
-        if jump:
-            k1, k1_err = math.inf, 0.0
-        else:
-            k1, k1_err = _quad_k1(act, sw, sb)
+        k0, k1, k0_err, k1_err = _unit_k0_k1(act, sw, sb, None)
 
         def h_at(thetas):
             thetas = np.asarray(thetas, dtype=float)
@@ -303,5 +349,5 @@ def quadrature_value(activation, rho: float, sigma_w=1.0, sigma_b=0.0, sigma_a=1
     return sa * sa * (k0 - _quad_gap(act, sw, sb, theta))
 
 
-__all__ = ["KernelFunction", "kernel", "kernel_constants", "check_sigmas", "table_kernel", "table_gap",
+__all__ = ["KernelFunction", "KernelPoint", "kernel", "kernel_constants", "kernel_point", "check_sigmas", "table_kernel", "table_gap",
            "table_kernel_matrix", "quadrature_value"]
