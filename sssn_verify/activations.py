@@ -188,11 +188,16 @@ class Activation:
                 with np.errstate(all="ignore"):
                     near = f(np.array([x - 1e-9, x + 1e-9]))
                 if not np.all(np.isfinite(near)):
+                    from .magnitude import log_magnitude
+                    if not np.isnan(log_magnitude(f_expr, {"u": x})[0]):   # real, its value lost in doubles
+                        return (f"{what} cannot be evaluated in double precision at u = {x:.4g} (its value is "
+                                "lost: a phase beyond 2^53), so the kernel cannot be computed")
                     return f"{what} is not a real number at u = {x:.4g} (phi must be real on the whole line)"
                 isolated.append(float(x))
             poles = _singular_points(f_expr) + isolated       # where a blow-up is expected
+            raw = _vectorised(f_expr, repair=False)          # local powers: finite or not is enough
             for u0 in poles + [float(x) for x in grid[np.isinf(vals)]]:
-                p = _local_power(f, u0, pole=u0 in poles)
+                p = _local_power(raw, u0, pole=u0 in poles)
                 if p == math.inf:
                     return (f"{what} exceeds the double range (1e308) near u = {u0:.4g}, so {const} "
                             "infinite or beyond the double range")
@@ -218,13 +223,14 @@ class Activation:
         if not s > 0:
             return None
 
-        def h(f_expr, z):
+        def h(f_expr, z, undefined=np.inf):
             """log(f(s z)^2) - z^2/2 by log-magnitude analysis (bounded: no value is formed, so
-            exp(exp(u)) at z = 1e8 costs what exp(u) does); +inf where f is undefined."""
+            exp(exp(u)) at z = 1e8 costs what exp(u) does); `undefined` where the analysis finds no
+            value (f undefined, or 0 * inf: sech(e^(e^u))^2 e^(e^u) at u = 1e8)."""
             sign, L = log_magnitude(f_expr, {"u": s * np.asarray(z, dtype=float)})
             with np.errstate(all="ignore"):
                 out = np.where(sign == 0, -np.inf, 2.0 * L - np.asarray(z, dtype=float) ** 2 / 2)
-            return np.where(np.isnan(sign), np.inf, out)
+            return np.where(np.isnan(sign), undefined, out)
 
         for f_expr, what in ((self.expr, "phi"), (self.derivative_ae, "phi'")):
             if not f_expr.has(_u()):
@@ -232,7 +238,8 @@ class Activation:
             inside = float(np.max(h(f_expr, np.linspace(-Z_WINDOW, Z_WINDOW, 201))))
             if inside == -np.inf:
                 continue
-            far = float(np.max(h(f_expr, [-1e8, 1e8])))
+            # growth like exp(c u^2) shows at |u| = 1e8; no value there (0 * inf) is left to the edge test
+            far = float(np.max(h(f_expr, [-1e8, 1e8], undefined=-np.inf)))
             overflow = inside > LOG_MAX - 1.0   # f^2 exp(-z^2/2) beyond the double range in the window
             edge = float(np.max(h(f_expr, [-2 * Z_WINDOW, -1.5 * Z_WINDOW, 1.5 * Z_WINDOW, 2 * Z_WINDOW])))
             if far > inside:
@@ -345,12 +352,20 @@ def _local_power(f, u0: float, pole: bool = False) -> float:
     return best
 
 
-def _vectorised(expr: sp.Expr):
+def _vectorised(expr: sp.Expr, repair: bool = True):
+    """expr(u) on arrays; where the float evaluation overflows in an intermediate (nan from 0 * inf in
+    tanh(exp(exp(u)))' at u > 6.6) the entry is recomputed in log space (``magnitude.repair_overflow``),
+    so a bounded activation is not mistaken for one that is undefined there."""
+    from .magnitude import repair_overflow
     f = bridge.compile_expression((_u(),), expr, "scipy")
 
     def call(x):
         x = np.asarray(x, dtype=float)
-        return np.broadcast_to(np.asarray(f(x), dtype=float), x.shape).copy() if x.ndim else float(f(x))
+        with np.errstate(all="ignore"):
+            out = np.broadcast_to(np.asarray(f(x), dtype=float), x.shape).copy()
+        if repair:
+            out = repair_overflow(expr, "u", np.broadcast_to(x, out.shape), out)
+        return out if x.ndim else float(out)
     return call
 
 

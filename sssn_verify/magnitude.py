@@ -113,15 +113,16 @@ def _cosh_sinh(a: Pair, odd: bool) -> Pair:
     return np.where(np.isnan(v), np.nan, s), L
 
 
-def _bounded(fn, a: Pair, *, phase: bool = False) -> Pair:
-    """A function of the value with a bounded or moderate result (sin, erf, atan, ...)."""
+def _bounded(fn, a: Pair, *, phase: bool = False, lost: float = 1.0) -> Pair:
+    """A function of the value with a bounded or moderate result (sin, erf, atan, ...); a phase beyond
+    2^53 keeps only its bound (sign `lost` = 1: |value| <= 1), or is undefined (`lost` = nan)."""
     v = values(a)
     with np.errstate(all="ignore"):
         if phase:
-            lost = ~np.isfinite(v) | (np.abs(v) > _BIG_PHASE)
-            out = fn(np.where(lost, 0.0, v))
+            gone = ~np.isfinite(v) | (np.abs(v) > _BIG_PHASE)
+            out = fn(np.where(gone, 0.0, v))
             s, L = _from_values(out)
-            return np.where(np.isnan(v), np.nan, np.where(lost, 1.0, s)), np.where(lost, 0.0, L)
+            return np.where(np.isnan(v), np.nan, np.where(gone, lost, s)), np.where(gone, 0.0, L)
         return _from_values(fn(v))
 
 
@@ -273,7 +274,7 @@ def _eval(e: sp.Basic, env) -> Pair:
               sp.acos: (lambda v: np.where(np.abs(v) <= 1, np.arccos(np.clip(v, -1, 1)), np.nan), False)}
     for kind, (fn, phase) in simple.items():
         if isinstance(e, kind):
-            return _bounded(fn, _eval(args[0], env), phase=phase)
+            return _bounded(fn, _eval(args[0], env), phase=phase, lost=env["__lost__"])
     raise TypeError(f"cannot bound the magnitude of {type(e).__name__}")
 
 
@@ -283,15 +284,34 @@ KNOWN = ("Add", "Mul", "Pow", "exp", "log", "sin", "cos", "tan", "asin", "acos",
          "re", "im")
 
 
-def log_magnitude(expr: sp.Basic, point: Mapping[str, "float | np.ndarray"] | None = None) -> Pair:
-    """(sign, log|value|) of `expr` at `point` (symbol name -> float or array; broadcast)."""
+def log_magnitude(expr: sp.Basic, point: Mapping[str, "float | np.ndarray"] | None = None, *,
+                  bounds: bool = True) -> Pair:
+    """(sign, log|value|) of `expr` at `point` (symbol name -> float or array; broadcast).  With
+    `bounds` False a value known only by its bound (sin or cos of a phase beyond 2^53) is nan."""
     point = dict(point or {})
     arrays = [np.asarray(v, dtype=float) for v in point.values()]
     shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
     env = {k: np.asarray(v, dtype=float) for k, v in point.items()}
     env["__shape__"] = np.zeros(shape)
+    env["__lost__"] = 1.0 if bounds else np.nan
     with np.errstate(all="ignore"):
         return _eval(sp.sympify(expr) if not isinstance(expr, sp.Basic) else expr, env)
+
+
+def repair_overflow(expr: sp.Basic, name: str, x: np.ndarray, vals: np.ndarray) -> np.ndarray:
+    """`vals`, a float evaluation of `expr` at the points `x` of its one symbol `name`, with each nan or
+    +-inf entry recomputed in log space: an intermediate overflow (sech(e^(e^u))^2 e^(e^u) = 0 * inf,
+    exp(2u) / exp(u)) is a value, not an undefined point.  nan stays where `expr` is undefined or its
+    value is lost in double precision (sin of a phase beyond 2^53); +-inf where it is beyond 1e308."""
+    bad = ~np.isfinite(vals) & np.isfinite(x)
+    if not np.any(bad):
+        return vals
+    out = np.array(vals, dtype=float, copy=True)
+    try:
+        out[bad] = values(log_magnitude(expr, {name: x[bad]}, bounds=False))
+    except TypeError:           # a function the log-space evaluation does not know: the float values
+        return vals
+    return out
 
 
 def max_log_magnitude(expr: sp.Basic, point: Mapping[str, float] | None = None) -> float:
@@ -311,4 +331,4 @@ def max_log_magnitude(expr: sp.Basic, point: Mapping[str, float] | None = None) 
     return worst
 
 
-__all__ = ["log_magnitude", "max_log_magnitude", "values", "LOG_MAX", "KNOWN"]
+__all__ = ["log_magnitude", "max_log_magnitude", "repair_overflow", "values", "LOG_MAX", "KNOWN"]

@@ -120,6 +120,31 @@ def test_bounded_activation_gives_the_correct_kernel(capsys):
     assert k0 == pytest.approx(want0, rel=1e-9) and k1 == pytest.approx(want1, rel=1e-9)
 
 
+@pytest.mark.parametrize("activation, phi, dphi", [
+    ("tanh(exp(exp(u)))", lambda u: mp.tanh(mp.exp(mp.exp(u))),
+     lambda u: (1 - mp.tanh(mp.exp(mp.exp(u))) ** 2) * mp.exp(u + mp.exp(u))),
+    ("exp(-cosh(exp(u)))", lambda u: mp.exp(-mp.cosh(mp.exp(u))),
+     lambda u: -mp.exp(-mp.cosh(mp.exp(u))) * mp.sinh(mp.exp(u)) * mp.exp(u))])
+def test_bounded_towers_whose_float_derivative_overflows_get_their_kernel(activation, phi, dphi, capsys):
+    """Second audit of issue 22: phi' of these bounded activations is 0 * inf in doubles beyond u ~ 6.6
+    (sech(e^(e^u))^2 e^(e^u)), which read as 'not a real number' (exit 2); the float evaluation now
+    recomputes such entries in log space (magnitude.repair_overflow), so k0 and k1 are right: mpmath
+    at 30 digits, independent arithmetic."""
+    code, out, err, seconds = run(["regime", "--activation", activation, "--d", "4"], capsys)
+    assert code == 0 and seconds < 10, (code, err, seconds)
+    k0, k1 = (float(x) for x in re.search(r"k0 = (\S+)\s+k1 = (\S+)", out).groups())
+    with mp.workdps(30):
+        gauss = lambda f: mp.quad(lambda z: f(z) ** 2 * mp.exp(-z * z / 2) / mp.sqrt(2 * mp.pi),  # noqa: E731
+                                  [-12, -3, 0, 3, 6.6, 12])
+        assert k0 == pytest.approx(float(gauss(phi)), rel=1e-8) and k1 == pytest.approx(float(gauss(dphi)), rel=1e-8)
+
+
+def test_a_value_lost_in_doubles_is_named_not_called_complex(capsys):
+    """sin(e^(e^u)) is real, but doubles lose its phase (beyond 2^53, then overflow): one line saying so, exit 2."""
+    code, out, err, seconds = run(["regime", "--activation", "sin(exp(exp(u)))"], capsys)
+    assert_one_line_exit_2(code, out, err, seconds, says="cannot be evaluated in double precision")
+
+
 def test_moment_check_is_bounded_and_still_right():
     from sssn_verify.activations import get_activation
     t0 = time.perf_counter()
