@@ -171,13 +171,22 @@ def load_attention(path) -> dict[str, np.ndarray]:
     if not stat.S_ISREG(mode):
         raise ParameterError("attention", where, "must be a regular .npz file")
     limit = limits.MAX_HEADS * limits.MAX_D ** 2 * 8 + 4096          # one float64 stack and its header
+    from .inputs import zip_entry_count
+    listed = zip_entry_count(where, what="attention", max_bytes=len(ATTENTION_ARRAYS) * (limit + 4096))
+    if listed != len(ATTENTION_ARRAYS):              # before zipfile reads a directory of any length
+        raise ParameterError("attention", where, "must hold exactly the arrays Q, K and V (its zip directory "
+                             f"lists {'65535 or more' if listed == 0xFFFF else listed} members)")
     try:
         with zipfile.ZipFile(where) as z:
             members = {m.filename: m for m in z.infolist()}
+            if len(members) != len(z.infolist()):          # two Q.npy: readers differ on which one counts
+                twice = sorted({m.filename for m in z.infolist()
+                                if sum(o.filename == m.filename for o in z.infolist()) > 1})
+                raise ParameterError("attention", where, f"holds {', '.join(twice)[:60]} more than once (ambiguous)")
             names = {n[:-4] if n.endswith(".npy") else n for n in members}
             if names != set(ATTENTION_ARRAYS) or len(members) != 3:
                 raise ParameterError("attention", where, "must hold exactly the arrays Q, K and V "
-                                     f"(found {', '.join(sorted(names)) or 'none'})")
+                                     f"(found {', '.join(sorted(names))[:80] or 'none'})")
             shapes, out = {}, {}
             for n in ATTENTION_ARRAYS:
                 info = members.get(f"{n}.npy")
