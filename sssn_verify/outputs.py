@@ -192,6 +192,8 @@ def private_folder(path) -> Path:
     try:
         p.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = os.stat(p)
+    except FileExistsError:                 # a file (or a device) where the folder should be
+        raise OutputError(f"cache folder {str(p)!r} exists and is not a folder") from None
     except OSError as exc:
         raise OutputError(f"cache folder {str(p)!r}: {exc.strerror or exc}") from None
     if not stat.S_ISDIR(st.st_mode):
@@ -284,6 +286,31 @@ def numba_cache_dir() -> Path:
     if not os.environ.get("NUMBA_CACHE_DIR"):
         default_numba_cache()
     return _checked_numba_tree(os.environ["NUMBA_CACHE_DIR"])
+
+
+def check_numba_environment() -> None:
+    """NUMBA_NUM_THREADS and NUMBA_THREADING_LAYER, when the user set them, name something numba can
+    use: numba itself raises a bare ValueError at its import (threads <= 0) or at the first parallel
+    kernel (a layer that is unknown or not installed, e.g. tbb).  ParameterError naming the variable;
+    numba is imported only to try a layer the user named."""
+    from .errors import ParameterError
+    threads = os.environ.get("NUMBA_NUM_THREADS")
+    if threads:
+        try:
+            ok = int(threads) >= 1
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ParameterError("NUMBA_NUM_THREADS", threads, "must be a positive integer (or unset)")
+    layer = os.environ.get("NUMBA_THREADING_LAYER")
+    if layer and layer != "default":
+        try:
+            from numba.np.ufunc.parallel import _launch_threads
+            _launch_threads()
+        except (ValueError, ImportError, RuntimeError) as exc:
+            raise ParameterError("NUMBA_THREADING_LAYER", layer, "is not usable here "
+                                 f"({' '.join(str(exc).split())[:120]}); unset it, or name an installed layer "
+                                 "(workqueue is always there)") from None
 
 
 @lru_cache(maxsize=None)

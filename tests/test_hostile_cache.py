@@ -189,3 +189,25 @@ def test_group_writable_private_cache_is_refused_with_one_line(tmp_path):
     out = _cli(["regime", "--d", "4"], env)
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
     assert "writable by other users" in out.stderr
+
+
+@pytest.mark.parametrize("variable, value, says", [
+    ("SSSN_VERIFY_CACHE", "{file}", "exists and is not a folder"),
+    ("NUMBA_CACHE_DIR", "{file}", "exists and is not a folder"),
+    ("NUMBA_NUM_THREADS", "0", "NUMBA_NUM_THREADS='0': must be a positive integer"),
+    ("NUMBA_THREADING_LAYER", "bogus", "NUMBA_THREADING_LAYER='bogus': is not usable here"),
+])
+def test_unusable_cache_or_numba_variables_are_one_line_before_the_command(variable, value, says, tmp_path):
+    """Second audit of issue 22: SSSN_VERIFY_CACHE naming a file was refused inside the lazily loaded
+    sssn_verify.regime, where `from ..regime import regime` turns the refusal into a bare ImportError
+    (exit 3); NUMBA_NUM_THREADS=0 and an unknown or missing NUMBA_THREADING_LAYER (bogus, tbb) were numba's
+    ValueError at import or at the first parallel kernel (exit 3).  The CLI now checks the caches and
+    numba's variables before a command's modules load: one line, exit 2."""
+    (tmp_path / "afile").write_text("x")
+    env = _env(tmp_path, **{variable: value.format(file=tmp_path / "afile")})
+    command = ["regime", "--d", "4"] if variable == "SSSN_VERIFY_CACHE" else \
+        ["simulate", "gaussian", "--d", "4", "--depth", "2", "--out", str(tmp_path / "o.npz")]
+    out = _cli(command, env, timeout=120)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, (out.returncode, out.stderr)
+    assert says in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert not (tmp_path / "o.npz").exists()

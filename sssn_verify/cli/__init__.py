@@ -143,6 +143,14 @@ def _main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser(sys.argv[1:] if argv is None else argv)   # only the command named
         args = parser.parse_args(argv)
+        if getattr(args, "func", None):
+            # the cache folders (ours, numba's) and numba's variables are checked before a command's
+            # modules load: a refusal raised inside a lazily registered module's import reaches
+            # `from ... import` as a bare ImportError (exit 3), e.g. SSSN_VERIFY_CACHE naming a file
+            from ..outputs import cache_folder, check_numba_environment, numba_cache_dir
+            cache_folder()
+            numba_cache_dir()
+            check_numba_environment()
     except KeyboardInterrupt:
         print("sssn-verify: interrupted", file=sys.stderr)
         return 130
