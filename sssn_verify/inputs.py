@@ -96,13 +96,28 @@ def load_npy(path, *, what: str, max_bytes: int = MAX_ARRAY_BYTES) -> np.ndarray
 
 def load_json(path, *, what: str, max_bytes: int, schema: dict | None = None) -> Any:
     """A JSON document from the regular file `path` (at most `max_bytes`), validated against
-    `schema` (jsonschema) when given; every failure is one ParameterError."""
+    `schema` (jsonschema) when given; every failure is one ParameterError.  Not JSON here: NaN,
+    Infinity, numbers beyond the double range (1e999), a key twice in one object."""
     with open_input(path, what=what, max_bytes=max_bytes) as fh:
         raw = fh.read(max_bytes + 1)
     def no_constant(name):
         raise ValueError(f"{name} is not JSON (numbers must be finite; we write \"inf\" or null)")
+
+    def no_float_overflow(text):
+        value = float(text)
+        if not np.isfinite(value):              # 1e999: Python's json reads it as inf
+            raise ValueError(f"number {text[:20]} is beyond the double range")
+        return value
+
+    def unique_keys(pairs):                     # {"claims": [..], "claims": []}: readers disagree
+        keys = [k for k, _ in pairs]
+        if len(set(keys)) != len(keys):
+            twice = sorted({k for k in keys if keys.count(k) > 1})
+            raise ValueError(f"key {twice[0][:40]!r} appears twice in one object")
+        return dict(pairs)
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=no_constant)
+        data = json.loads(raw.decode("utf-8"), parse_constant=no_constant, parse_float=no_float_overflow,
+                          object_pairs_hook=unique_keys)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ParameterError(what, str(path), f"is not valid JSON ({str(exc)[:80]})") from None
     except RecursionError:

@@ -204,6 +204,8 @@ def _report_dir(tmp_path, text: str) -> Path:
     ('{"claims": [{"estimate": NaN}]}', "not JSON|not valid JSON"),
     ("\xff\xfe garbage", "not valid JSON"),
     ('{"claims": "x"}', "schema"),
+    ('{"claims": [], "claims": [], "seed": 0}', "appears twice"),         # second audit: readers disagree
+    ('{"claims": [{"estimate": 1e999}]}', "beyond the double range"),     # second audit: json reads inf
 ])
 def test_bad_report_json_is_refused_before_any_building(text, says, tmp_path, capsys):
     d = _report_dir(tmp_path, text)
