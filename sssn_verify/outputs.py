@@ -207,6 +207,32 @@ def private_folder(path) -> Path:
     return p
 
 
+def read_cache_file(path, *, max_bytes: int) -> bytes | None:
+    """The bytes of a file the package wrote into a private cache folder, or None when it is absent or
+    not to be trusted (then the caller rebuilds it and writes it whole): not a regular file (a FIFO
+    never blocks: opened without blocking, a symbolic link not followed), owned by another user,
+    writable by group or others, or larger than `max_bytes` (a planted 1 GB table is not read)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(str(path), flags)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes
+                or (hasattr(os, "getuid") and st.st_uid != os.getuid())
+                or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
+            return None
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(max_bytes + 1)
+        return data if len(data) <= max_bytes else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def cache_root() -> Path:
     """The root of every cache of the package: ``$SSSN_VERIFY_CACHE``, else
     ``$XDG_CACHE_HOME/sssn_verify`` (``~/.cache/sssn_verify``)."""

@@ -212,10 +212,13 @@ def _timings_path(mode: str):
 def recorded_seconds(mode: str) -> dict[str, float]:
     """Per claim, the seconds its last run at `mode` took here (recorded by every :func:`verify`)."""
     import json
+
+    from .outputs import read_cache_file
     try:
-        data = json.loads(_timings_path(mode).read_text())
+        raw = read_cache_file(_timings_path(mode), max_bytes=1 << 20)   # a FIFO or a huge file: no record
+        data = json.loads(raw) if raw is not None else {}
         return {str(k): float(v) for k, v in data.items() if float(v) > 0}
-    except (OSError, ValueError, TypeError, AttributeError):
+    except (OSError, ValueError, TypeError, AttributeError, RecursionError):
         return {}
 
 

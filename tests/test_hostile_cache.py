@@ -211,3 +211,58 @@ def test_unusable_cache_or_numba_variables_are_one_line_before_the_command(varia
     assert out.returncode == 2 and out.stderr.count("\n") == 1, (out.returncode, out.stderr)
     assert says in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert not (tmp_path / "o.npz").exists()
+
+
+def test_planted_kernel_tables_and_timings_are_rebuilt_never_read(tmp_path, monkeypatch):
+    """Second audit of issue 22: a kernel table in the private cache replaced by a FIFO hung regime
+    forever (np.load blocks), a sparse 1 GB .npy cost 1.9 GB RSS and 14 s, a table of NaN was blamed on
+    the user ('invalid k0=nan', exit 2), a 0666 table was trusted; a FIFO as verify's timings record
+    would hang verify.  outputs.read_cache_file opens without blocking, follows no link, and trusts only
+    a regular file of ours, not writable by others, of bounded size: anything else is rebuilt (same bits)."""
+    import importlib
+    import signal
+
+    import numpy as np
+
+    from sssn_verify.numeric import kernels
+    verify_module = importlib.import_module("sssn_verify.verify")    # the module (the package binds the function)
+    monkeypatch.setenv("SSSN_VERIFY_CACHE", str(tmp_path / "cache"))
+
+    def fresh():
+        kernels._unit_table.cache_clear()
+        kernels._kernel_cached.cache_clear()
+        return kernels.kernel("relu", 1.0, 0.5, 1.0)
+    want = fresh()
+    path = kernels._unit_table_path("relu", 1.0, 0.5, False)
+    assert path.is_file()
+
+    def sparse(p):
+        with open(p, "wb") as fh:
+            np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": (125_000_000,)})
+            fh.truncate(1_000_000_128)
+
+    def perm(p):
+        p.write_bytes(good)
+        p.chmod(0o666)
+    good = path.read_bytes()
+    plants = {"fifo": os.mkfifo, "sparse 1 GB": sparse, "nan": lambda p: np.save(p, np.full(40, np.nan)),
+              "0666": perm, "link": lambda p: p.symlink_to("/dev/zero")}
+    signal.signal(signal.SIGALRM, lambda *a: (_ for _ in ()).throw(TimeoutError("a planted table blocked")))
+    try:
+        for what, plant in plants.items():
+            path.unlink()
+            plant(path)
+            signal.alarm(30)
+            got = fresh()
+            signal.alarm(0)
+            assert (got.k0, got.k1, got.error_bound) == (want.k0, want.k1, want.error_bound), what
+            assert np.array_equal(got.table, want.table) and path.read_bytes() == good, what
+        timings = verify_module._timings_path("quick")
+        os.mkfifo(timings)
+        signal.alarm(30)
+        assert verify_module.recorded_seconds("quick") == {}
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        kernels._unit_table.cache_clear()
+        kernels._kernel_cached.cache_clear()

@@ -31,6 +31,7 @@ from .kernel_quadrature import (_adaptive_chebyshev, _closed, _quad_gap, _quad_k
 # table layout: [k0, jump flag, n, k1, c_0 .. c_{n-1}]
 _HEADER = 4
 _RHO_TOL = 1e-12          # |rho| <= 1 + _RHO_TOL is accepted and clipped
+_MAX_TABLE_BYTES = 1 << 20   # a cached table holds at most a few thousand coefficients
 
 
 # ----------------------------------------------------------------------------- evaluation
@@ -226,11 +227,14 @@ def _kernel_point(name: str, sw: float, sb: float, sa: float) -> KernelPoint:
 @lru_cache(maxsize=1024)
 def _unit_table(name: str, sw: float, sb: float, force_quadrature: bool, hkey: tuple = ()) -> dict:
     """The sigma_a = 1 table, read from the cache folder when an earlier process built it."""
-    from ..outputs import write_atomic
+    from ..outputs import read_cache_file, write_atomic
     path = _unit_table_path(name, sw, sb, force_quadrature, hkey)
+    raw = read_cache_file(path, max_bytes=_MAX_TABLE_BYTES)    # a FIFO, a 1 GB or foreign file: rebuilt
     try:
-        stored = np.load(path, allow_pickle=False)
-        if stored.ndim == 1 and stored.size > 4 + _HEADER:
+        stored = None if raw is None else np.load(io.BytesIO(raw), allow_pickle=False)
+        # finite everywhere but k1 (inf for a jump) and its copy in the table's header
+        if (stored is not None and stored.ndim == 1 and stored.dtype == np.float64 and stored.size > 4 + _HEADER
+                and np.all(np.isfinite(np.delete(stored, [1, 4 + 3])))):
             return dict(k0=float(stored[0]), k1=float(stored[1]), error_bound=float(stored[2]),
                         method="closed form" if stored[3] else "quadrature", table=stored[4:].copy())
     except (OSError, ValueError, EOFError):
