@@ -162,3 +162,22 @@ def test_injection_through_every_expression_option_runs_nothing(option, soup, pa
         code = exc.code
     assert code == 2
     assert not CANARY.exists()
+
+
+@pytest.mark.parametrize("redirect, code, says", [
+    (">/dev/full", 2, "writing the output failed (No space left on device)"),
+    (">&-", 0, None),
+    ("2>&-", 2, None),
+])
+def test_closed_or_full_standard_streams_keep_the_exit_code(redirect, code, says):
+    """Second audit of issue 22: stdout on /dev/full was an internal error (exit 3, OSError), a closed
+    stdout (1>&-) exit 3 (AttributeError on flush), a closed stderr (2>&-) exit 1 (the error line's own
+    write failed).  Now: one line and exit 2; the result discarded and exit 0; exit 2 without the line."""
+    act = "exp(exp(u))" if redirect == "2>&-" else "relu"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    res = subprocess.run(["bash", "-c", f"{sys.executable} -m sssn_verify regime --activation '{act}' {redirect}"],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == code, (res.returncode, res.stderr)
+    if says:
+        assert res.stderr.strip() == f"sssn-verify regime: error: {says}", res.stderr
+    assert "Traceback" not in res.stderr

@@ -14,6 +14,7 @@ asking for a report, the traceback saved to a file, exit code 3
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import pkgutil
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         return _main(argv)
     except _Terminated as exc:
         import signal
-        print(f"sssn-verify: stopped by {signal.Signals(exc.signum).name}", file=sys.stderr)
+        _say(f"sssn-verify: stopped by {signal.Signals(exc.signum).name}")
         return 128 + exc.signum
     finally:
         import signal
@@ -140,6 +141,9 @@ def _main(argv: list[str] | None = None) -> int:
     (one line; ``verify`` still writes every finished result), 130 interrupted."""
     # figures are written with Agg whatever MPLBACKEND says (a bogus value would stop matplotlib's import)
     os.environ["MPLBACKEND"] = "Agg"
+    for stream in ("stdout", "stderr"):    # started with 1>&- or 2>&-: Python has None there; discard
+        if getattr(sys, stream) is None:
+            setattr(sys, stream, open(os.devnull, "w"))
     try:
         parser = build_parser(sys.argv[1:] if argv is None else argv)   # only the command named
         args = parser.parse_args(argv)
@@ -152,10 +156,10 @@ def _main(argv: list[str] | None = None) -> int:
             numba_cache_dir()
             check_numba_environment()
     except KeyboardInterrupt:
-        print("sssn-verify: interrupted", file=sys.stderr)
+        _say("sssn-verify: interrupted")
         return 130
     except SSSNError as exc:             # e.g. a cache folder refused while the commands load
-        print(f"sssn-verify: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        _say(f"sssn-verify: error: {' '.join(str(exc).split())}")
         return 2
     if not getattr(args, "func", None):
         parser.print_help()
@@ -171,27 +175,49 @@ def _main(argv: list[str] | None = None) -> int:
         return code
     except NumericalError as exc:        # an internal numerical failure, not bad input
         msg = terminal(" ".join(str(exc).split()))
-        print(f"{name}: numerical failure (not an input error; please report it): {msg}", file=sys.stderr)
+        _say(f"{name}: numerical failure (not an input error; please report it): {msg}")
         return 4
     except SSSNError as exc:
         msg = terminal(" ".join(str(exc).split()))  # always one line, no control characters
-        print(f"{name}: error: {msg}", file=sys.stderr)
+        _say(f"{name}: error: {msg}")
         return 2
     except KeyboardInterrupt:
-        print(f"{name}: interrupted", file=sys.stderr)
+        _say(f"{name}: interrupted")
         return 130
     except BrokenPipeError:
         return _quiet_pipe_exit()
     except MemoryError:
-        print(f"{name}: error: out of memory; use smaller sizes (see README, 'Limits')", file=sys.stderr)
+        _say(f"{name}: error: out of memory; use smaller sizes (see README, 'Limits')")
+        return 2
+    except OSError as exc:
+        if exc.errno not in _WRITE_ERRNOS:
+            return _bug(name, args.command, exc)
+        # the output could not be written (stdout on a full disk, /dev/full, a failing device): the
+        # files we write say so themselves (OutputError); this is the terminal's share
+        _say(f"{name}: error: writing the output failed ({exc.strerror or exc})")
         return 2
     except Exception as exc:  # noqa: BLE001 - a bug: one line, the traceback in a file
-        if os.environ.get("SSSN_VERIFY_DEBUG"):
-            raise
-        where = _crash_report(args.command)
-        print(f"{name}: internal error ({type(exc).__name__}); please report it with the "
-              f"traceback saved in {where}", file=sys.stderr)
-        return 3
+        return _bug(name, args.command, exc)
+
+
+#: errors of a write that are the machine's state, not a bug (no space, quota, file too large, I/O)
+_WRITE_ERRNOS = {getattr(errno, n) for n in ("ENOSPC", "EDQUOT", "EFBIG", "EIO") if hasattr(errno, n)}
+
+
+def _say(text: str) -> None:
+    """One line on stderr; a closed or failing stderr (2>&-) loses the line, never the exit code."""
+    try:
+        print(text, file=sys.stderr)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _bug(name: str, command: str, exc: BaseException) -> int:
+    if os.environ.get("SSSN_VERIFY_DEBUG"):
+        raise exc
+    where = _crash_report(command)
+    _say(f"{name}: internal error ({type(exc).__name__}); please report it with the traceback saved in {where}")
+    return 3
 
 
 if __name__ == "__main__":  # pragma: no cover
