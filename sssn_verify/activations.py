@@ -394,7 +394,7 @@ def _parse(spec: str) -> Activation:
         else:
             param, name = None, key           # phi built on first use: no sympy on a warm cache
         return Activation(name, key, None, param)
-    if sep:
+    if sep and re.fullmatch(r"[A-Za-z_]\w*", key):      # 'relux:0.1'; '(x := u)' is judged as an expression
         raise ActivationError(
             f"unknown activation {quote(key)}; known: {', '.join(sorted(REGISTRY))}, or an expression in u")
     from .expr import parse_with_tree, canonical

@@ -1,5 +1,6 @@
 """Names are rebuilt from the parsed tree (issue 22, item 2): no comment or raw user character
 of an activation, candidate or statement reaches derive, latex, the terminal or a plot."""
+import re
 import shutil
 import subprocess
 
@@ -53,11 +54,26 @@ def test_canonical_text_examples(text, want):
     ("leaky_relu: 0.1 # $\\input{/etc/passwd}$", "leaky_relu:0.1"),
     ("sin:3#}", "sin:3"),
     ("relu", "relu"),
+    ("\uff53\uff49\uff4e(\uff55)", "sin(u)"),              # second audit: fullwidth letters (Python's NFKC)
+    ("tanh(\U0001d462)  # \u202eevil", "tanh(u)"),          # mathematical italic u, a bidi override
+    ("sin(u) \\\n# $\\input{/etc/passwd}$", "sin(u)"),     # a line continuation before the comment
 ])
 def test_activation_name_is_the_canonical_text(spec, name):
     act = get_activation(spec)
     assert act.name == name
     assert get_activation(act.name) == act
+
+
+@pytest.mark.parametrize("spec, says", [
+    ("(x := u)", "assignment is not allowed"), ("(lambda: u)()", "lambda is not allowed"),
+    ("relux:0.1", "unknown activation 'relux'"), ("\u0435xp(u)", "unknown function"),
+])
+def test_a_colon_outside_a_registry_name_is_judged_as_an_expression(spec, says):
+    """Second audit: '(x := u)' was split at ':' and called an unknown activation '(x'; only a registry
+    name takes ':' (leaky_relu:0.1), anything else gets the expression parser's reason."""
+    from sssn_verify.errors import ActivationError
+    with pytest.raises(ActivationError, match=re.escape(says)):
+        get_activation(spec)
 
 
 def test_candidate_and_statement_texts_are_canonical():
