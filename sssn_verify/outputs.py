@@ -119,6 +119,9 @@ def staging_folder(target, *, what: str = "report") -> Path:
         raise OutputError(f"{what}: {str(target)!r} names no folder")
     check_name(t.with_name(t.name + ".previous"), what=what)
     parent = check_folder(t.parent if str(t.parent) else Path("."), what=what, create=True)
+    if t.is_symlink():       # the swap would replace the link, not fill the folder it names (as for files)
+        raise OutputError(f"{what}: {str(t)!r} is a symbolic link; refusing to replace it (name the folder it "
+                          f"points to, {os.path.realpath(t)!r})")
     if t.exists() and not t.is_dir():
         raise OutputError(f"{what}: {str(t)!r} exists and is not a folder")
     try:

@@ -49,3 +49,16 @@ def test_report_target_that_is_a_file_is_refused(tmp_path, capsys):
     assert main(ARGS + ["--report", str(tmp_path / "f")]) == 2
     assert "not a folder" in capsys.readouterr().err
     assert not list(tmp_path.glob(".f.partial-*"))
+
+
+def test_report_target_that_is_a_symbolic_link_is_refused_before_work(tmp_path):
+    """Second audit of issue 22: --report LINK (a link to a folder) ran the suite, then the swap moved
+    the link aside to LINK.previous and put a real folder in its place: the folder the link names got
+    nothing.  Refused before any work, as a symbolic link given as a file output is."""
+    from sssn_verify.errors import OutputError
+    from sssn_verify.outputs import staging_folder
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    with pytest.raises(OutputError, match="is a symbolic link; refusing to replace it"):
+        staging_folder(tmp_path / "link")
+    assert (tmp_path / "link").is_symlink() and not list(tmp_path.glob(".link.partial-*"))
