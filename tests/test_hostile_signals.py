@@ -25,24 +25,28 @@ def test_sigterm_gives_one_line_and_exit_143(tmp_path):
     assert not list(tmp_path.glob(".rep.partial-*"))
 
 
-LATENCY = r"""
+INTERRUPT = r"""
 import os, signal, sys, threading, time
 signal.signal(signal.SIGINT, signal.default_int_handler)   # whatever the parent's disposition was
+def latency(run):     # (seconds from SIGINT to KeyboardInterrupt, seconds run), SIGINT 1 s after the start
+    sent = []
+    def interrupt():
+        sent.append(time.perf_counter())
+        os.kill(os.getpid(), signal.SIGINT)
+    threading.Timer(1.0, interrupt).start()
+    t0 = time.perf_counter()
+    try:
+        run()
+    except KeyboardInterrupt:
+        return time.perf_counter() - sent[0], time.perf_counter() - t0
+    sys.exit("not interrupted")
+"""
+
+LATENCY = INTERRUPT + r"""
 import sssn_verify as sv
 p = sv.ModelParams(d=8, n_tokens=8, activation="relu", sigma_b=0.5)
 sv.simulate_gaussian(p, 4, n_paths=2, progress=False)                  # compiled (or loaded) first
-sent = []
-def interrupt():
-    sent.append(time.perf_counter())
-    os.kill(os.getpid(), signal.SIGINT)
-threading.Timer(1.0, interrupt).start()
-t0 = time.perf_counter()
-try:
-    sv.simulate_gaussian(p, 2048, n_paths=20000, progress=False)       # ~1000 s of kernel time
-except KeyboardInterrupt:
-    print(f"{time.perf_counter() - sent[0]:.3f} {time.perf_counter() - t0:.3f}")
-    sys.exit(0)
-sys.exit("not interrupted")
+print("%.3f %.3f" % latency(lambda: sv.simulate_gaussian(p, 2048, n_paths=20000, progress=False)))  # ~1000 s
 """
 
 
@@ -58,9 +62,7 @@ def test_ctrl_c_stops_a_long_kernel_within_a_second(tmp_path):
     assert latency < 1.0 and ran < 5.0, (latency, ran)
 
 
-EXPERIMENT_LATENCY = r"""
-import os, signal, sys, threading, time
-signal.signal(signal.SIGINT, signal.default_int_handler)   # whatever the parent's disposition was
+EXPERIMENT_LATENCY = INTERRUPT + r"""
 import numpy as np
 from sssn_verify.numeric import experiments as ex
 from sssn_verify.numeric.kernels import kernel
@@ -73,18 +75,8 @@ runs = {"tangent": lambda n: ex.tangent_layer("gaussian", p, 1e-3, n, 0, n_vecto
         "pair": lambda n: ex.pair_layer("gaussian", kf, X, "quadratic", n, 0, 1e-3, a=a)}
 for name, run in runs.items():
     run(2 * ex.BLOCK)                                                   # compiled (or loaded) first
-    sent = []
-    def interrupt():
-        sent.append(time.perf_counter())
-        os.kill(os.getpid(), signal.SIGINT)
-    threading.Timer(1.0, interrupt).start()
-    t0 = time.perf_counter()
-    try:
-        run({"tangent": 5000, "pair": 600}[name] * ex.BLOCK)             # tens of seconds of kernel time
-    except KeyboardInterrupt:
-        print(name, f"{time.perf_counter() - sent[0]:.3f} {time.perf_counter() - t0:.3f}")
-        continue
-    sys.exit(f"{name}: not interrupted")
+    blocks = {"tangent": 5000, "pair": 600}[name]                       # tens of seconds of kernel time
+    print(name, "%.3f %.3f" % latency(lambda: run(blocks * ex.BLOCK)))
 """
 
 
