@@ -117,7 +117,7 @@ def test_zip_directory_is_counted_before_zipfile_reads_it(tmp_path, monkeypatch,
     many = bytearray(good)
     many[eocd + 8:eocd + 12] = b"\xff\xff\xff\xff"                 # entries on this disk, in total
     (tmp_path / "many.npz").write_bytes(bytes(many))
-    with zipfile.ZipFile(tmp_path / "dup.npz", "w") as zf:
+    with zipfile.ZipFile(tmp_path / "dup.npz", "w") as zf, pytest.warns(UserWarning, match="Duplicate name"):
         for name, a in (("Q", np.eye(3)), ("K", np.eye(3)), ("V", np.eye(3)), ("Q", 2 * np.eye(3))):
             buf = __import__("io").BytesIO()
             np.save(buf, a)
