@@ -18,6 +18,7 @@ import inspect
 import math
 import re
 import sys
+from contextlib import contextmanager
 from functools import lru_cache
 
 import numpy as np
@@ -360,7 +361,7 @@ def compiled(driver, model, activation=None, level=None, hidden=()):
     if not path.exists():
         _announce_compile()
     gen = bridge.load_module(path, source, f"sssn_verify_kernel_{driver}_{key}")
-    return PathKernel(getattr(gen, driver))
+    return PathKernel(getattr(gen, driver), path.with_suffix(".lock"))
 
 
 class PathKernel:
@@ -371,23 +372,40 @@ class PathKernel:
     split.  Threads over ranges instead of numba's ``parallel=True``/``prange``: the same work at
     run time, but the parfor lowering made each generated kernel cost 34-36 s of CPU to compile
     instead of 8-12 s (measured, gaussian and transformer simulate kernels, relu), and the test
-    suite and a first ``verify`` compile dozens of them.
+    suite and a first ``verify`` compile dozens of them.  The first call of a process compiles (or
+    loads from numba's cache) on one path under a lock file beside the kernel, so that processes
+    sharing the cache (pytest-xdist or dask workers, two commands) never compile one kernel twice:
+    the second waits and loads the first one's cache.
     """
 
     CHUNKS_PER_THREAD = 4          # ranges per thread: a slow thread does not hold the others up
 
-    def __init__(self, fn):
+    def __init__(self, fn, lock_path=None):
         self.fn = fn
         self.__name__ = fn.__name__
+        self.lock_path = lock_path
+        self.ready = False
 
     def __call__(self, n_paths, *args):
         import numba
-        threads = min(numba.get_num_threads(), n_paths)
-        if threads <= 1:
-            self.fn(0, n_paths, *args)
+        if not self.ready and n_paths > 0:
+            with _file_lock(self.lock_path):
+                self.fn(0, 1, *args)         # path 0 alone: compiled or loaded here, once
+            self.ready = True
+            self._ranges(1, n_paths, args, numba.get_num_threads())
+            return
+        self._ranges(0, n_paths, args, numba.get_num_threads())
+
+    def _ranges(self, start, stop, args, threads):
+        n_paths = stop - start
+        threads = min(threads, n_paths)
+        if threads <= 0:
+            return
+        if threads == 1:
+            self.fn(start, stop, *args)
             return
         chunks = min(n_paths, threads * self.CHUNKS_PER_THREAD)
-        edges = [n_paths * i // chunks for i in range(chunks + 1)]
+        edges = [start + n_paths * i // chunks for i in range(chunks + 1)]
         pool = _path_pool(threads)
         futures = [pool.submit(self.fn, a, b, *args) for a, b in zip(edges[:-1], edges[1:])]
         try:
@@ -397,6 +415,23 @@ class PathKernel:
             for f in futures:
                 f.cancel()
             raise
+
+
+@contextmanager
+def _file_lock(path):
+    """An exclusive ``flock`` on `path` (created 0600 in the private kernel folder; released when
+    the process dies); nothing when `path` is None."""
+    if path is None:
+        yield
+        return
+    import fcntl
+    import os
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 @lru_cache(maxsize=None)
