@@ -189,9 +189,11 @@ CLAIM = Claim(
     derivation="attention_bound",
     formula=derived_formula,
     checker=check,
-    statistic="max over configurations of |d(1-rho)/dt| / ((1-rho) C_att), exact derivative of the attention flow",
+    statistic=r"$\max$ over configurations of $|d(1-\rho)/dt| \,/\, ((1-\rho)\, C_{\mathrm{att}})$, exact "
+              r"derivative of the attention flow",
     level=0.999,
-    tolerance="deterministic: rounding 1e-9 relative; sharpness ratio/C_att >= 1 - 1e-5",
+    tolerance=r"deterministic: relative rounding $10^{-9}$; sharpness: the ratio to $C_{\mathrm{att}}$ at least"
+              r" $1 - 10^{-5}$",
     budgets={"quick": {"n_configs": len(CONFIGS), "qkv": 6, "tokens": 64},
              "full": {"n_configs": len(CONFIGS), "qkv": 30, "tokens": 256}},
     derived_text=_derived_text,

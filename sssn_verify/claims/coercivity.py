@@ -84,7 +84,7 @@ def check(formula: Characterization, budget: dict, seed: int, level: float):
             det.append(deterministic_check(f"{act} d={d} sw={sw} sb={sb} beta={beta}: edge",
                                            float(edge), float(limit < 0), tol=0.0, truth=True,
                                            method="moment condition vs sign of the exact layer's Lf/f at rho -> 1"))
-    checks = [all_deterministic("moment characterization vs sign of the exact layer's sup of Lf/f", det,
+    checks = [all_deterministic(r"moment characterization against the sign of $\sup_\rho Lf/f$ of the exact layer", det,
                                 method="deterministic (layer map second differences, quadrature kernel)")] \
         if det else []
     if "configs" in budget:     # an explored point: the characterization there (the MC runs at anchors)
@@ -103,7 +103,7 @@ def check(formula: Characterization, budget: dict, seed: int, level: float):
         # a sign test: the smallest rate of the wrong sign it detects (probability 0.9, Bonferroni)
         c.details["min_detectable_rate"] = min_detectable(c.stderr, 1.0, level, alternative=c.alternative,
                                                           tests=len(parts))
-    checks.append(combine("near-synchronized energy decays iff the edge condition holds", parts, level,
+    checks.append(combine("near-synchronized energy decays if and only if the edge condition holds", parts, level,
                           method=f"one-sided z-tests, Bonferroni over {len(parts)}",
                           details={"min_detectable_rate": max(c.details["min_detectable_rate"] for c in parts)}))
     return checks
@@ -118,11 +118,11 @@ CLAIM = Claim(
     derivation="coercivity",
     formula=derived_formula,
     checker=check,
-    statistic="exact agreement with the sign of the exact layer's sup of Lf/f; MC sign of the initial rate of "
-              "E[E_0] near synchronization (exact layers, Richardson over the step)",
+    statistic=r"exact agreement with the sign of $\sup_\rho Lf/f$ of the exact layer; Monte Carlo sign of the "
+              r"initial rate of $E[E_0]$ near synchronization (exact layers, Richardson over the step)",
     level=0.999,
-    tolerance="deterministic: exact signs (|sup| < max(1e-6, 4 x numerical error) skipped); MC: one-sided, "
-              "no allowance",
+    tolerance=r"deterministic: exact signs (points with $|\sup_\rho Lf/f| < \max(10^{-6}, 4 \times "
+              r"\text{numerical error})$ skipped); Monte Carlo: one-sided, no allowance",
     budgets={"quick": {"n_activations": 4, "n_sigmas": 2, "n_mc": 4, "paths": 4000},
              "full": {"n_activations": len(ACTIVATIONS), "n_sigmas": len(SIGMAS), "n_mc": len(MC),
                       "paths": 20000}},

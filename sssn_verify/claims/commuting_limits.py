@@ -112,7 +112,7 @@ def check(limit, budget: dict, seed: int, level: float):
                "params": {k: str(v) for k, v in explored_params(budget, PARAMS, DOMAIN).items()}}
     if budget.get("table") and "configs" not in budget:      # the report's table: at the anchor only
         details["table"] = error_table(p, budget["table"], seed)
-    return [combine("E[E_0(mu_T)] at large L for m = 2, 16, inf vs the SDE limit", parts, level,
+    return [combine(r"$E[E_0(\mu_T)]$ at large $L$ for $m = 2, 16, \infty$ against the SDE limit", parts, level,
                     method=f"paired z-tests, Bonferroni over {len(parts)}", details=details)]
 
 
@@ -125,9 +125,9 @@ CLAIM = Claim(
     derivation=None,
     formula=derived_formula,
     checker=check,
-    statistic="paired per-path differences of E_0(mu_T) against the SDE run with 4L steps",
+    statistic=r"paired per-path differences of $E_0(\mu_T)$ against the SDE run with $4L$ steps",
     level=0.999,
-    tolerance="|difference| <= 0.06 / L (O(1/L) weak error of the layer maps)",
+    tolerance=r"$|\text{difference}| \le 0.06/L$ (weak error $O(1/L)$ of the layer maps)",
     budgets={"quick": {"depth": 32, "paths": 8_000, "widths": (2, 16), "c_bias": 0.06,
                        "table": {"depths": (8, 16, 32), "widths": (16, 64, 256), "n_fine": 256, "paths": 150}},
              "full": {"depth": 128, "paths": 100_000, "widths": (2, 16, 128), "c_bias": 0.06,

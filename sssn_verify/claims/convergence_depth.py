@@ -44,7 +44,8 @@ def check(shape, budget: dict, seed: int, level: float):
                                 n_paths=int(budget["paths"]), seed=seed, progress=False)
     L = n_fine / np.array(factors, dtype=float)
     samples = lad.max_dev[:, 1:] ** 2
-    return [ladder_check("depth ladder (m = inf): slope of E max|X^L - X_ref|^2 vs L", L, samples, shape,
+    return [ladder_check(r"depth ladder ($m = \infty$): slope of $\log E \max_l |X^l - X_{\mathrm{ref}}|^2$ against "
+                         r"$\log L$", L, samples, shape,
                          level=level, seed=seed, n_boot=int(budget["n_boot"]), xlabel="depth $L$",
                          bound_label=r"$\log L / L$",
                          extra={"n_fine": n_fine, "params": {k: str(v) for k, v in
@@ -60,9 +61,11 @@ CLAIM = Claim(
     derivation=None,
     formula=derived_formula,
     checker=check,
-    statistic="log-log slope of E max_l |X^l - X_ref(l delta)|^2 against L (paths bootstrap)",
+    statistic=r"slope of $\log E \max_l |X^l - X_{\mathrm{ref}}(l\delta)|^2$ against $\log L$ (bootstrap over "
+              r"paths)",
     level=0.999,
-    tolerance="none beyond the one-sided test: slope <= slope of log L / L over the same L's",
+    tolerance=r"none beyond the one-sided test: the slope is at most that of $\log L / L$ over the same depths "
+              r"$L$",
     budgets={"quick": {"n_fine": 512, "factors": (8, 16, 32, 64), "paths": 200, "n_boot": 1000},
              "full": {"n_fine": 2048, "factors": (16, 32, 64, 128, 256), "paths": 1000, "n_boot": 2000}},
     derived_text=lambda: r"$E \max_{l} |X^{l} - X_{l\delta}|^2 = O(\log L / L + 1/m)$ (here $m = \infty$)",

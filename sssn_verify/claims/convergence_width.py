@@ -25,6 +25,9 @@ from ..strategies import claim_configs
 from ._util import combine, configs, ladder_check
 from .base import Claim
 
+# a configuration's fields as they read in check names (LaTeX prose)
+_TEX = {"sigma_w": r"\sigma_w", "sigma_b": r"\sigma_b", "sigma_a": r"\sigma_a"}
+
 FIXED = dict(n_tokens=4, horizon=1.0, beta=1.0)
 CONFIGS = (("relu", 3, 1.0, 0.0, 0.5),)          # (activation, d, sigma_w, sigma_b, sigma_a)
 #: the ladder must start in the asymptotic regime: the error at m = 16 is about 0.3 k0 d T
@@ -78,16 +81,18 @@ def _one(config, exponent: float, budget: dict, seed: int, level: float):
     local = np.diff(np.log(means)) / np.diff(np.log(x))
     z = NormalDist()
     mde = (z.inv_cdf(level) + z.inv_cdf(0.8)) * fit.stderr
-    label = ", ".join(f"{k}={v}" for k, v in zip(DOMAIN.fields, config))
+    label = ", ".join(f"`{v}`" if isinstance(v, str) else f"${_TEX.get(k, k)}={v}$"     # LaTeX prose
+                      for k, v in zip(DOMAIN.fields, config))
     extra = {"config": dict(zip(DOMAIN.fields, map(str, config))), "depth": int(budget["depth"]),
              "paths": int(budget["paths"]), "claimed_exponent": exponent, "local_slopes": local.tolist(),
              "min_detectable_exponent_error_80pct_power": mde,
              "coupling": "nested hidden units, one xi per layer: F = Khat_m^{1/2} xi, G = K^{1/2} xi"}
-    bound = ladder_check(f"{label}: bound, slope of E max_l |X^(l,m) - X^(l,inf)|^2 vs m <= {exponent:g}",
+    bound = ladder_check(f"{label}: bound, slope of $\\log E \\max_l |X^{{l,m}} - X^{{l,\\infty}}|^2$ against "
+                         f"$\\log m$ at most ${exponent:g}$",
                          x, samples, lambda m: np.asarray(m, float) ** exponent, level=level, seed=seed,
                          n_boot=int(budget["n_boot"]), xlabel="width $m$", bound_label=f"$m^{{{exponent:g}}}$",
                          ylabel=r"$\mathbb{E}\,\max_l |X^{l,m} - X^{l,\infty}|^2$", extra=extra, fit=fit)
-    order = slope_test(f"{label}: order, slope >= {exponent:g} (the rate is attained)", fit, exponent,
+    order = slope_test(f"{label}: order, slope at least ${exponent:g}$ (the rate is attained)", fit, exponent,
                        level=level, direction="at_least", seed=seed,
                        details={"sharp": bound.details["sharp"], **extra})
     return bound, order
@@ -98,9 +103,9 @@ def check(exponent, budget: dict, seed: int, level: float):
     pairs = [_one(c, a, budget, as_key(seed, "config", i), level) for i, c in enumerate(configs(budget, CONFIGS))]
     if len(pairs) == 1:
         return list(pairs[0])
-    return [combine(f"bound: width slope <= {a:g}", [b for b, _ in pairs], level,
+    return [combine(f"bound: width slope at most ${a:g}$", [b for b, _ in pairs], level,
                     method=f"one-sided slope tests, Bonferroni over {len(pairs)}"),
-            combine(f"order: width slope >= {a:g}", [o for _, o in pairs], level,
+            combine(f"order: width slope at least ${a:g}$", [o for _, o in pairs], level,
                     method=f"one-sided slope tests, Bonferroni over {len(pairs)}")]
 
 
@@ -112,9 +117,11 @@ CLAIM = Claim(
     derivation=None,
     formula=derived_formula,
     checker=check,
-    statistic="log-log slope of E max_l max_i |x_i^{l,m} - x_i^{l,inf}|^2 against m (paths bootstrap)",
+    statistic=r"slope of $\log E \max_l \max_i |x_i^{l,m} - x_i^{l,\infty}|^2$ against $\log m$ (bootstrap over"
+              r" paths)",
     level=0.999,
-    tolerance="none beyond the two one-sided tests: slope <= a (bound) and slope >= a (order), a = -1",
+    tolerance=r"none beyond the two one-sided tests: the slope is at most $a$ (bound) and at least $a$ (order),"
+              r" $a = -1$",
     budgets={"quick": {"depth": 16, "widths": (16, 32, 64, 128, 256, 512), "paths": 1000, "n_boot": 1000},
              "full": {"depth": 32, "widths": (32, 64, 128, 256, 512, 1024), "paths": 4000, "n_boot": 2000}},
     derived_text=lambda: (r"$E \max_{l} |X^{l,m} - X^{l,\infty}|^2 = O(1/m)$ at fixed $L$ (the exponent of "

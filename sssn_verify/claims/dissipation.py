@@ -124,13 +124,16 @@ def check(formula: DissipationFormula, budget: dict, seed: int, level: float):
                                         mb, seb, lam + ca, level=level, n=nb, seed=seed, alternative="greater",
                                         method="exact layers, antithetic, Richardson over delta/1,2,4",
                                         details={"c_att": ca}))
-    checks = [all_deterministic("lambda_bar and the edge value vs the generator of one exact Gaussian layer", det,
+    checks = [all_deterministic(r"$\bar\lambda$ and the edge value against the generator of one exact Gaussian "
+                                r"layer", det,
                                 method="deterministic (layer map second differences, quadrature kernel)")]
     if sharp:
-        checks.append(combine("the initial rate of E f(rho_t) from the maximizing rho* equals lambda_bar", sharp,
+        checks.append(combine(r"the initial rate of $E f(\rho_t)$ from the maximizing $\rho^*$ equals "
+                              r"$\bar\lambda$", sharp,
                               level, method=f"two-sided z-tests, Bonferroni over {len(sharp)}"))
     if bound:
-        checks.append(combine("E[E_beta] grows at most at rate lambda_bar + C_att (spread-out and nearly antipodal)",
+        checks.append(combine(r"$E[E_\beta]$ grows at most at rate $\bar\lambda + C_{\mathrm{att}}$ (spread-out and "
+                              r"nearly antipodal tokens)",
                               bound, level, method=f"one-sided z-tests, Bonferroni over {len(bound)}"))
     return checks
 
@@ -174,12 +177,13 @@ CLAIM = Claim(
     derivation="dissipation",
     formula=derived_formula,
     checker=check,
-    statistic="sup over rho of the exact layer's generator ratio (deterministic); initial rate of E f(rho_t) from "
-              "rho* (two-sided) and of E E_beta from spread-out / nearly antipodal tokens (one-sided), exact "
-              "Gaussian layers with Richardson over the step",
+    statistic=r"$\sup_\rho$ of the exact layer's generator ratio (deterministic); initial rate of $E f(\rho_t)$"
+              r" from $\rho^*$ (two-sided) and of $E[E_\beta]$ from spread-out or nearly antipodal tokens "
+              r"(one-sided), exact Gaussian layers with Richardson over the step",
     level=0.999,
-    tolerance="deterministic: twice the stated error of the layer's second differences (~1e-7 relative); Monte "
-              "Carlo: none (time-step bias removed by Richardson, O(delta^3) with delta = 0.01)",
+    tolerance=r"deterministic: twice the stated error of the layer's second differences (about $10^{-7}$ "
+              r"relative); Monte Carlo: none (time-step bias removed by Richardson, $O(\delta^3)$ with $\delta "
+              r"= 0.01$)",
     budgets={"quick": {"n_configs": 3, "paths": 400_000, "paths_bound": 20_000},
              "full": {"n_configs": len(CONFIGS), "paths": 4_000_000, "paths_bound": 200_000}},
     derived_text=lambda: f"lambda_edge = {sp.sstr(edge_rate())}; lambda_bar = sup_rho L2 f/f (numeric)",

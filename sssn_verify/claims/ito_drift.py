@@ -127,7 +127,7 @@ def _general_sigma_check(formula: ItoFormula, d: int, n: int, delta: float, seed
     parts = [agreement_test(f"c_{i}(x)", y[:, i].mean(), y[:, i].std(ddof=1) / np.sqrt(n), expected[i],
                             level=level, n=n, seed=seed)
              for i in range(d)]
-    return combine(f"general Sigma (d={d}, random SPD): every coordinate of c(x)", parts, level,
+    return combine(f"general $\\Sigma$ ($d={d}$, random positive definite): every coordinate of $c(x)$", parts, level,
                    method=f"Gaussian one-step moments, control variate, Richardson, z-tests (Bonferroni over {d})")
 
 
@@ -157,7 +157,7 @@ def one_step_check(formula: ItoFormula, budget: dict, seed: int, level: float):
         est.append(r.mean["gam"])
         se.append(r.stderr["gam"])
         exp.append(expected)
-    return combine("isotropic coefficient gamma(d, k0), one exactly sampled Gaussian-transformer layer", parts,
+    return combine(r"isotropic coefficient $\gamma(d, k_0)$, one exactly sampled Gaussian-transformer layer", parts,
                    level, method=f"one-step moments, Richardson on shared normals, z-tests (no bias allowance), "
                                  f"Bonferroni over {len(parts)}",
                    details={"figure": estimates_figure(labels, est, se, exp, r"$\gamma$ (one Gaussian layer)")})
@@ -180,7 +180,8 @@ def check(formula: ItoFormula, budget: dict, seed: int, level: float):
         se.append(s)
         exp.append(expected)
     if parts:      # budget n_configs = 0: the width-m check is left out
-        checks.append(combine(f"isotropic coefficient gamma(d, k0), width-{budget['width']} transformer layer",
+        checks.append(combine(f"isotropic coefficient $\\gamma(d, k_0)$, transformer layer of width "
+                              f"${budget['width']}$",
                               parts, level, method=f"engine one-step moments, Richardson, z-tests "
                                                    f"(Bonferroni over {len(parts)})",
                               details={"figure": estimates_figure(labels, est, se, exp,
@@ -248,13 +249,16 @@ CLAIM = Claim(
     derivation="ito_drift",
     formula=derived_formula,
     checker=check,
-    statistic="one-step mean displacement / delta, Richardson-extrapolated on shared noise (Gaussian-transformer "
-              "layer; width-m transformer layer; Gaussian increment for a general Sigma)",
+    statistic=r"one-step mean displacement divided by $\delta$, Richardson-extrapolated on shared noise "
+              r"(Gaussian-transformer layer; transformer layer of width $m$; Gaussian increment for a general "
+              r"$\Sigma$)",
     level=0.999,
-    tolerance="none: statistical only (Richardson leaves O(delta^2), ~1e-4 relative at the noise per step used)",
-    power="one Gaussian layer: a relative error of gamma of 0.3-0.9 % per configuration in quick mode (about 3x "
-          "smaller in full mode); width-64 layer 1.7-2.5 %, general Sigma 1.6-3.6 % per coordinate (quick); "
-          "rejected with probability 0.9 at the claim's level (Bonferroni inside each check)",
+    tolerance=r"none: statistical only (Richardson leaves $O(\delta^2)$, about $10^{-4}$ relative at the noise "
+              r"per step used)",
+    power=r"one Gaussian layer: a relative error of $\gamma$ of 0.3 to 0.9 % per configuration in quick mode "
+          r"(about 3 times smaller in full mode); layer of width 64: 1.7 to 2.5 %, general $\Sigma$: 1.6 to 3.6"
+          r" % per coordinate (quick); rejected with probability 0.9 at the claim's level (Bonferroni inside "
+          r"each check)",
     budgets={"quick": {"n_one_step": 3, "one_step_paths": 600_000,
                        "paths": 40_000, "delta": 0.005, "width": 64, "n_configs": 2,
                        "noise_per_step": 0.03,

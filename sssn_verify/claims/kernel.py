@@ -104,14 +104,14 @@ def check(formula: KernelFormula, budget: dict, seed: int, level: float):
             parts.append(agreement_test(f"k0({sw},{sb},{sa})", y0.mean(), y0.std(ddof=1) / np.sqrt(n),
                                         k0, level=level, n=n, seed=seed, rel_tol=1e-9))
             if act.has_jump:
-                jumps.append(deterministic_check(f"{name}: k1 = +inf (phi has a jump)",
+                jumps.append(deterministic_check(f"`{name}`: $k_1 = +\\infty$ ($\\phi$ has a jump)",
                                                  float(k1), float("inf"), tol=0.0, method="exact"))
             else:
                 y1 = sa ** 2 * sw ** 2 * act.numpy_derivative(U) ** 2
                 parts.append(agreement_test(f"k1({sw},{sb},{sa})", y1.mean(),
                                             y1.std(ddof=1) / np.sqrt(n), k1, level=level, n=n,
                                             seed=seed, rel_tol=1e-9))
-        checks.append(combine(f"{name} [{formula.source(name)}] vs Monte Carlo", parts, level,
+        checks.append(combine(f"`{name}` ({formula.source(name)}) against Monte Carlo", parts, level,
                               method=f"z-tests, Bonferroni over {len(parts)} points"))
     # deterministic: the closed forms against the quadrature of numeric.kernels (where it is not the
     # closed form itself); tolerance = the quadrature's stated error bound (at least 1e-8)
@@ -128,7 +128,8 @@ def check(formula: KernelFormula, budget: dict, seed: int, level: float):
             det.append(deterministic_check(f"{name} K({r})", formula.K(name, r, sw, sb, sa),
                                            float(nk.value(np.array([r]))[0]), tol=tol, error=float(nk.error_bound)))
     if det:
-        checks.append(all_deterministic("closed forms vs quadrature; k1 = inf for jumps", det,
+        checks.append(all_deterministic(r"closed forms against quadrature; $k_1 = +\infty$ for an activation with a "
+                                        r"jump", det,
                                         method="quadrature"))
     return checks
 
@@ -167,13 +168,14 @@ CLAIM = Claim(
     derivation="kernel",
     formula=derived_formula,
     checker=check,
-    statistic="Monte Carlo mean of sa^2 phi(<w,x>+b) phi(<w,y>+b) over literal weights",
+    statistic=r"Monte Carlo mean of $\sigma_a^2\, \phi(\langle w, x\rangle + b)\, \phi(\langle w, y\rangle + "
+              r"b)$ over literal weights $w$ and biases $b$",
     level=0.999,
-    tolerance="exact formula: relative 1e-9 allowance (Monte Carlo error only); "
-              "closed form vs quadrature: 10x the stated quadrature error",
-    power="closed forms vs quadrature (deterministic): relative errors of about 1e-8 and above (up to 1e-3 "
-          "where K is near 0); Monte Carlo of the definition: 1.4-2.6 % per activation in quick mode (about 5x "
-          "smaller in full mode), rejected with probability 0.9 at the claim's level",
+    tolerance=r"exact formula: a relative allowance of $10^{-9}$ (Monte Carlo error only); closed form against "
+              r"quadrature: 10 times the stated quadrature error",
+    power=r"closed forms against quadrature (deterministic): relative errors of about $10^{-8}$ and above (up "
+          r"to $10^{-3}$ where $K$ is near $0$); Monte Carlo of the definition: 1.4 to 2.6 % per activation in "
+          r"quick mode (about 5 times smaller in full mode), rejected with probability 0.9 at the claim's level",
     budgets={"quick": {"samples": 40_000, "activations": CLOSED + ("tanh",),
                        "quadrature_check": ("relu", "sin:3"), "quadrature_params": 1},
              "full": {"samples": 1_000_000, "activations": CLOSED + ("erf",) + QUADRATURE}},

@@ -96,7 +96,8 @@ def check(formula, budget: dict, seed: int, level: float):
         est.append(value)
         se.append(s)
         exp.append(expected)
-    return [combine("sigma^2: Var(log|V_t|)/t (Richardson L, 2L) vs k0 + k1", parts, level,
+    return [combine(r"$\sigma^2$: $\operatorname{Var}(\log|V_t|)/t$ (Richardson over $L$ and $2L$) against $k_0 + "
+                    r"k_1$", parts, level,
                     method=f"z-tests, Bonferroni over {len(parts)} configurations",
                     details={"figure": estimates_figure(labels, est, se, exp, r"$\sigma^2$")})]
 
@@ -141,9 +142,11 @@ CLAIM = Claim(
     derivation="log_distance_variance",
     formula=derived_formula,
     checker=check,
-    statistic="pooled variance of block increments of log|V| per unit time, Richardson-extrapolated over L, 2L",
+    statistic=r"pooled variance of block increments of $\log|V|$ per unit time, Richardson-extrapolated over "
+              r"$L$ and $2L$",
     level=0.999,
-    tolerance="|E estimate - sigma^2| <= 0.003 sigma^2 (O(delta^2) remainder after Richardson)",
+    tolerance=r"$|E[\text{estimate}] - \sigma^2| \le 0.003\,\sigma^2$ (remainder $O(\delta^2)$ after "
+              r"Richardson)",
     budgets={"quick": {"n_configs": 2, "paths": 20_000, "paths_transformer": 4_000, "depth": 100,
                        "width": 64, "horizon": 1.0, "blocks": 50, "rel_tol": 0.003},
              "full": {"n_configs": len(CONFIGS), "paths": 100_000, "paths_transformer": 20_000, "depth": 100,

@@ -126,8 +126,8 @@ def one_step_check(formula, budget: dict, seed: int, level: float):
             est.append(r.mean["lam"])
             se.append(r.stderr["lam"])
             exp.append(lam)
-    return combine(f"lambda_1: one exactly sampled layer ({', '.join(models)}; Richardson in h) vs "
-                   "((d-3) k1 - (d-1) k0)/2", parts, level,
+    return combine(f"$\\lambda_1$: one exactly sampled layer (model {', '.join(f'`{m}`' for m in models)}; "
+                   r"Richardson in $h$) against $\frac{(d-3)\,k_1 - (d-1)\,k_0}{2}$", parts, level,
                    method=f"one-step log-growth with control variate, Richardson on shared normals, z-tests "
                           f"(no bias allowance), Bonferroni over {len(parts)} configurations",
                    details={"figure": estimates_figure(labels, est, se, exp, r"$\lambda_1$ (one step)")})
@@ -154,8 +154,9 @@ def tangent_check(formula, budget: dict, seed: int, level: float):
         est.append(rate)
         se.append(s)
         exp.append(lam)
-    return [combine("lambda_1: tangent-flow rate over a horizon vs ((d-3) k1 - (d-1) k0)/2", parts, level,
-                    method=f"z-tests with an O(T/L) allowance, Bonferroni over {len(parts)} configurations",
+    return [combine(r"$\lambda_1$: tangent-flow rate over a horizon against $\frac{(d-3)\,k_1 - (d-1)\,k_0}{2}$",
+                    parts, level,
+                    method=f"z-tests with an $O(T/L)$ allowance, Bonferroni over {len(parts)} configurations",
                     details={"figure": estimates_figure(labels, est, se, exp, r"$\lambda_1$")})]
 
 
@@ -222,14 +223,16 @@ CLAIM = Claim(
     derivation="lyapunov",
     formula=derived_formula,
     checker=check,
-    statistic="one exactly sampled layer: mean of (log|v'| - linear term)/h, Richardson over h, 2h on shared "
-              "normals, i.i.d. across paths; and the mean over paths of log|v_T|/T from the tangent flow (Benettin)",
+    statistic=r"one exactly sampled layer: mean of $(\log|v'| - \text{linear term})/h$, Richardson over $h$ and"
+              r" $2h$ on shared normals, independent across paths; and the mean over paths of $\log|v_T|/T$ "
+              r"from the tangent flow (Benettin's method)",
     level=0.999,
-    tolerance="one step: none (statistical only; O(h^2) ~ 1e-5 relative left by Richardson); tangent flow over "
-              "a horizon: |E rate - lambda_1| <= 0.03 |lambda_1| + 0.005 (k0 + k1) (O(T/L) time-step bias)",
-    power="one step: a relative error of lambda_1 of 0.6 % (relu d = 9) to 3 % (tanh d = 6) per configuration in "
-          "quick mode (10x the paths in full mode: about 3x smaller), rejected with probability 0.9 at the "
-          "claim's level (Bonferroni over the configurations)",
+    tolerance=r"one step: none (statistical only; Richardson leaves $O(h^2)$, about $10^{-5}$ relative); "
+              r"tangent flow over a horizon: $|E[\text{rate}] - \lambda_1| \le 0.03\,|\lambda_1| + 0.005\,(k_0 "
+              r"+ k_1)$ (time-step bias $O(T/L)$)",
+    power=r"one step: a relative error of $\lambda_1$ of 0.6 % (`relu`, $d = 9$) to 3 % (`tanh`, $d = 6$) per "
+          r"configuration in quick mode (10 times the paths in full mode: about 3 times smaller), rejected with"
+          r" probability 0.9 at the claim's level (Bonferroni over the configurations)",
     budgets={"quick": {"n_one_step": 5, "one_step_paths": 400_000,
                        "n_configs": 2, "paths": 20_000, "paths_transformer": 8_000, "depth": 100,
                        "width": 64, "horizon": 1.0, "rel_tol": 0.03, "abs_tol": 0.005, "step_noise": 0.01},

@@ -150,8 +150,8 @@ def check(formula, budget: dict, seed: int, level: float):
             est.append(float(mean[i]))
             se.append(float(sds[i]))
             exp.append(float(lam[i]))
-    return [combine("Lyapunov spectrum: one exactly sampled layer, QR (Richardson on shared normals) vs "
-                    "((d-1-2i) k1 - (d-1) k0)/2", parts, level,
+    return [combine(r"Lyapunov spectrum: one exactly sampled layer, QR (Richardson on shared normals) against "
+                    r"$\lambda_i = \frac{(d-1-2i)\,k_1 - (d-1)\,k_0}{2}$", parts, level,
                     method=f"z-tests and chi-square tests, Bonferroni over {len(parts)}",
                     details={"figure": estimates_figure(labels, est, se, exp, r"$\lambda_i$")})]
 
@@ -205,11 +205,12 @@ CLAIM = Claim(
     derivation="lyapunov_spectrum",
     formula=derived_formula,
     checker=check,
-    statistic="one exactly sampled layer: per-path (log R_ii - linear term)/h of the QR of d-1 tangent vectors, "
-              "Richardson over h, 2h on shared normals, i.i.d. across paths; engine: the QR tangent flow over a horizon",
+    statistic=r"one exactly sampled layer: per-path $(\log R_{ii} - \text{linear term})/h$ of the QR "
+              r"decomposition of $d-1$ tangent vectors, Richardson over $h$ and $2h$ on shared normals, "
+              r"independent across paths; engine: the QR tangent flow over a horizon",
     level=0.999,
-    tolerance="one layer: none (statistical only; O(h^2) left by Richardson); engine: "
-              "|E - lambda_i| <= 0.01 |lambda_i| + 0.002 (k0 + k1) (O(T/L) time-step bias)",
+    tolerance=r"one layer: none (statistical only; Richardson leaves $O(h^2)$); engine: $|E - \lambda_i| \le "
+              r"0.01\,|\lambda_i| + 0.002\,(k_0 + k_1)$ (time-step bias $O(T/L)$)",
     budgets={"quick": {"n_configs": 2, "paths": 200_000, "models": ("gaussian", "sde"), "abs_tol": 0.002,
                        "n_engine_configs": 1, "engine_paths": 8_000, "engine_rel_tol": 0.01, "width": 64},
              "full": {"n_configs": len(CONFIGS), "paths": 1_000_000, "models": ("gaussian", "sde"),

@@ -119,7 +119,8 @@ def check(formula, budget: dict, seed: int, level: float):
         cl.append({"config": label, "attention_only_clusters_at_T": float(np.mean(clusters_T)),
                    "attention_only_clusters_at_10T": float(np.mean(clusters_10T)),
                    "noise_clusters_at_T": float(np.mean([n_clusters(X) for X in noisy.tokens]))})
-    return [combine("noise helps leave multi-cluster states: P(one cluster by T), with vs without MLP noise",
+    return [combine(r"noise helps leave multi-cluster states: $P(\text{one cluster by } T)$, with and without MLP "
+                    r"noise",
                     parts, level, method=f"one-sided z-tests, Bonferroni over {len(parts)}",
                     details={"laws": law, "clusters": cl, "eps": EPS})]
 
@@ -134,9 +135,11 @@ CLAIM = Claim(
     derivation=None,
     formula=derived_formula,
     checker=check,
-    statistic="fraction of paths with E_0 < 1e-3 by T, noise vs attention only (same initial tokens)",
+    statistic=r"fraction of paths with $E_0 < 10^{-3}$ by time $T$, with noise against attention only (same "
+              r"initial tokens)",
     level=0.999,
-    tolerance="none (one-sided z-tests, Agresti-Caffo / Agresti-Coull; the claimed margin 1/2 is the statement)",
+    tolerance=r"none (one-sided $z$-tests, Agresti-Caffo and Agresti-Coull; the claimed margin $1/2$ is the "
+              r"statement)",
     budgets={"quick": {"n_configs": 1, "paths": 100, "depth": 100, "horizon": 2.0},
              "full": {"n_configs": len(CONFIGS), "paths": 400, "depth": 200, "horizon": 2.0}},
     derived_text=lambda: (r"$P(\tau \le T \mid \text{noise}) - P(\tau \le T \mid \text{attention only}) \ge "

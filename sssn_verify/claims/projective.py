@@ -90,9 +90,11 @@ def check(formula: ProjectiveFormula, budget: dict, seed, level: float):
                                  as_key(seed, "exponent", i), kind="projective_log_distance", model=model)
         exponent.append(agreement_test(f"{tag}: rate of E log sin(theta_t) from 1 + rho0 = {EDGE_START:g}", m, se,
                                        lam_p, level=level, n=n, seed=seed, method=method))
-    return [combine("lambda_bar_proj: the initial log-rate of E[1 - rho^2] from a nearly antipodal pair", energy,
+    return [combine(r"$\bar\lambda_{\mathrm{proj}}$: the initial log-rate of $E[1 - \rho^2]$ from a nearly antipodal "
+                    r"pair", energy,
                     level, method=f"two-sided z-tests, Bonferroni over {len(energy)}"),
-            combine("lambda_proj: the initial rate of E log sin(theta) from a nearly antipodal pair", exponent,
+            combine(r"$\lambda_{\mathrm{proj}}$: the initial rate of $E \log\sin\theta$ from a nearly antipodal "
+                    r"pair", exponent,
                     level, method=f"two-sided z-tests, Bonferroni over {len(exponent)}")]
 
 
@@ -107,16 +109,18 @@ CLAIM = Claim(
     derivation="projective",
     formula=derived_formula,
     checker=check,
-    statistic="initial log-rate of E[1 - rho^2] and initial rate of E log sin(theta) from a pair with "
-              "1 + rho0 = 1e-10, exact Gaussian layers with Richardson over the step",
+    statistic=r"initial log-rate of $E[1 - \rho^2]$ and initial rate of $E \log\sin\theta$ from a pair with $1 "
+              r"+ \rho_0 = 10^{-10}$, exact Gaussian layers with Richardson over the step",
     level=0.999,
-    tolerance="none (time-step bias removed by Richardson, O(delta^3); the start's offset 1e-10 changes the "
-              "rates by O(1e-10))",
+    tolerance=r"none (time-step bias removed by Richardson, $O(\delta^3)$; the start's offset $10^{-10}$ "
+              r"changes the rates by $O(10^{-10})$)",
     budgets={"quick": {"n_configs": 2, "paths": 200_000},
              "full": {"n_configs": len(CONFIGS), "paths": 2_000_000}},
     derived_text=lambda: (f"lambda_edge_proj = {sp.sstr(edge_rate())}; lambda_proj = {sp.sstr(projective_lyapunov())}; "
                           "lambda_bar_proj = sup_rho L f/f (numeric)"),
     domain=DOMAIN, anchors=CONFIGS,
-    power="quick (200k paths): 2.1 % of lambda_bar_proj and 1.3 % of lambda_proj at tanh d = 4, 0.6 % and 1.1 % "
-          "at sin:3 d = 4 (min_detectable at power 0.9, Bonferroni over the two anchors); full (2M): about a third",
+    power=r"quick ($200\,000$ paths): 2.1 % of $\bar\lambda_{\mathrm{proj}}$ and 1.3 % of "
+          r"$\lambda_{\mathrm{proj}}$ at `tanh`, $d = 4$; 0.6 % and 1.1 % at `sin:3`, $d = 4$ (smallest "
+          r"relative errors detected with probability 0.9, Bonferroni over the two anchors); full ($2 \times "
+          r"10^6$ paths): about a third",
 )

@@ -64,7 +64,8 @@ def fixed_noise_distances(ns, n_ref: int, budget: dict, seed: int) -> np.ndarray
 def check(shape, budget: dict, seed: int, level: float):
     ns = np.array(budget["ns"], dtype=int)
     samples = fixed_noise_distances(ns, int(budget["n_ref"]), budget, seed)
-    return [ladder_check(f"E W_2^2(mu^N_T, mu^ref_T), N_ref = {budget['n_ref']}, fixed noise: slope vs N",
+    return [ladder_check(f"$E\\, W_2^2(\\mu^N_T, \\mu^{{\\mathrm{{ref}}}}_T)$, $N_{{\\mathrm{{ref}}}} = "
+                         f"{budget['n_ref']}$, fixed noise: slope against $N$",
                          ns.astype(float), samples, shape, level=level, seed=seed,
                          n_boot=int(budget["n_boot"]), xlabel="tokens $N$", bound_label="$N^{-1/2}$",
                          ylabel=r"$\mathbb{E}\,W_2^2(\mu^N_T, \mu^{\mathrm{ref}}_T)$",
@@ -82,9 +83,10 @@ CLAIM = Claim(
     derivation=None,
     formula=derived_formula,
     checker=check,
-    statistic="log-log slope in N of the mean exact W_2^2 (POT ot.emd2) between empirical measures, paths bootstrap",
+    statistic=r"slope of $\log E\, W_2^2$ against $\log N$, with $W_2^2$ the exact optimal-transport cost "
+              r"between the empirical measures, bootstrap over paths",
     level=0.999,
-    tolerance="none beyond the one-sided test: slope <= -1/2",
+    tolerance=r"none beyond the one-sided test: the slope is at most $-1/2$",
     budgets={"quick": {"ns": (8, 16, 32, 64), "n_ref": 512, "paths": 30, "depth": 32, "width": 64,
                        "n_boot": 1000},
              "full": {"ns": (8, 16, 32, 64, 128), "n_ref": 1024, "paths": 100, "depth": 32,

@@ -88,8 +88,9 @@ def check(formula: ReluRates, budget: dict, seed: int, level: float):
         det.append(deterministic_check(f"lambda_edge d={d} ({sw},{sb},{sa})", formula.edge(d, sw, sb, sa),
                                        edge, tol=2 * err + 1e-12 * (1 + abs(edge)), error=err,
                                        method="generator of one exact Gaussian layer at u = 1e-14"))
-    checks.append(all_deterministic("explicit ReLU lambda_1 and lambda_edge vs the exact layer's log-distance drift "
-                                    "and energy generator at the edge", det,
+    checks.append(all_deterministic(r"explicit ReLU $\lambda_1$ and $\lambda_{\mathrm{edge}}$ against the exact "
+                                    r"layer's log-distance "
+                                    r"drift and energy generator at the edge", det,
                                     method="deterministic (layer map second differences, quadrature kernel)"))
     sign = []
     # explored points: the sign at sb/sw (sw = sa = 1 scales out), unless within 1e-9 of the threshold
@@ -101,15 +102,18 @@ def check(formula: ReluRates, budget: dict, seed: int, level: float):
         if abs(edge) <= max(4 * err, 1e-9 * (k0 + k1)):
             continue
         sign.append(deterministic_check(f"d={d} sb/sw={t}: lambda_edge < 0", float(formula.region(d, t)),
-                                        float(edge < 0), tol=0.0, truth=True, method="sign of the exact layer's edge rate"))
+                                        float(edge < 0), tol=0.0, truth=True, method="sign of the exact layer's edge "
+                                                                                     "rate"))
         l1, l1err = _layer_lambda1(d, 1.0, t, 1.0)
         if abs(l1) > 4 * l1err:
             sign.append(deterministic_check(f"d={d} sb/sw={t}: lambda_1 < 0",
                                             float(formula.lambda1(d, 1.0, t, 1.0) < 0), float(l1 < 0), tol=0.0, truth=True,
                                             method="sign of the exact layer's log-distance drift"))
     if sign:
-        checks.append(all_deterministic("sign pattern: lambda_1 < 0 always; lambda_edge < 0 iff d > 3 and "
-                                        "sb/sw > sqrt(2/(d-3))", sign, method="exact signs"))
+        checks.append(all_deterministic(r"sign pattern: $\lambda_1 < 0$ always; $\lambda_{\mathrm{edge}} < 0$ if and "
+                                        r"only if "
+                                        r"$d > 3$ and $\sigma_b/\sigma_w > "
+                                        r"\sqrt{2/(d-3)}$", sign, method="exact signs"))
     if explored:            # the Monte Carlo part runs at its anchors only
         return checks
     parts = []
@@ -128,7 +132,7 @@ def check(formula: ReluRates, budget: dict, seed: int, level: float):
         parts.append(agreement_test(f"lambda_edge d={d} sb={sb} (initial rate of E f(rho_t), rho0 = 1 - 1e-10)",
                                     m, se, lam, level=level, n=n, seed=seed,
                                     method="exact layers, antithetic, Richardson over the step, control variates"))
-    checks.append(combine("Monte Carlo: exact layers' log-distance drift (lambda_1) and edge rate", parts, level,
+    checks.append(combine(r"Monte Carlo: exact layers' log-distance drift ($\lambda_1$) and edge rate", parts, level,
                           method=f"z-tests, Bonferroni over {len(parts)}"))
     return checks
 
@@ -160,10 +164,11 @@ CLAIM = Claim(
     derivation="dissipation",
     formula=derived_formula,
     checker=check,
-    statistic="the exact layer's log-distance drift and energy generator at the edge (deterministic); their "
-              "initial rates under exact layers (MC)",
+    statistic=r"the exact layer's log-distance drift and energy generator at the edge (deterministic); their "
+              r"initial rates under exact layers (Monte Carlo)",
     level=0.999,
-    tolerance="deterministic: twice the stated layer error (~1e-8 to 1e-7), exact signs; MC: none (Richardson)",
+    tolerance=r"deterministic: twice the stated layer error ($10^{-8}$ to $10^{-7}$), exact signs; Monte Carlo:"
+              r" none (Richardson)",
     budgets={"quick": {"n_t": len(SIGN_T), "paths": 200_000, "paths_energy": 400_000},
              "full": {"n_t": len(SIGN_T), "paths": 2_000_000, "paths_energy": 4_000_000}},
     derived_text=lambda: f"lambda_1 = {sp.sstr(lambda1_relu())}; lambda_edge = {sp.sstr(relu_edge_rate())}; "

@@ -174,13 +174,15 @@ def check(formula: RqfFormula, budget: dict, seed, level: float):
         lam.append(_lambda1(formula, d, S, budget, key, level, tag))
         frac.append(_fraction(formula, d, S, budget, key, level, tag))
     return [
-        combine("(a) one-point motion: Brownian motion on the sphere at rate a(1)/2 (rates of E<X,e>, E<X,e>^2)",
+        combine(r"(a) one-point motion: Brownian motion on the sphere at rate $a(1)/2$ (rates of $E\langle X, "
+                r"e\rangle$ and $E\langle X, e\rangle^2$)",
                 one, level, method=f"two-sided z-tests, Bonferroni over {len(one)}"),
-        combine("(b) the rate of E log sin(theta) is lambda_proj from every start", logsin, level,
+        combine(r"(b) the rate of $E \log\sin\theta$ is $\lambda_{\mathrm{proj}}$ from every start", logsin, level,
                 method=f"two-sided z-tests, Bonferroni over {len(logsin)}"),
-        combine("(b) pairs synchronize to antipodal points: P(rho^2 > 1 - 1e-6) at T", frac, level,
+        combine(r"(b) pairs synchronize to antipodal points: $P(\rho^2 > 1 - 10^{-6})$ at $T$", frac, level,
                 method=f"two-sided z-tests, Bonferroni over {len(frac)}"),
-        combine("(c) lambda_1 from the tangent flow", lam, level, method=f"two-sided z-tests, Bonferroni over {len(lam)}"),
+        combine(r"(c) $\lambda_1$ from the tangent "
+                r"flow", lam, level, method=f"two-sided z-tests, Bonferroni over {len(lam)}"),
     ]
 
 
@@ -205,18 +207,20 @@ CLAIM = Claim(
     derivation="general_field",
     formula=derived_formula,
     checker=check,
-    statistic="initial rates of E<X,e>, E<X,e>^2, E log sin(theta) and lambda_1 over one exact layer; the "
-              "synchronized fraction of whole runs",
+    statistic=r"initial rates of $E\langle X, e\rangle$, $E\langle X, e\rangle^2$, $E \log\sin\theta$ and "
+              r"$\lambda_1$ over one exact layer; the synchronized fraction of whole runs",
     level=0.999,
-    tolerance="none for the one-layer rates (Richardson over h, h/2, h/4 on shared normals: O(h^3)); the fraction: "
-              "Richardson over depths L, 2L (O(h^2) left) and the Crank-Nicolson error bound of the derived law",
+    tolerance=r"none for the one-layer rates (Richardson over $h$, $h/2$, $h/4$ on shared normals: $O(h^3)$); "
+              r"the fraction: Richardson over depths $L$ and $2L$ ($O(h^2)$ left) and the Crank-Nicolson error "
+              r"bound of the derived law",
     budgets={"quick": {"n_configs": 1, "paths": 60_000, "fraction_paths": 4_000, "depth": 256},
              "full": {"n_configs": len(CONFIGS), "paths": 600_000, "fraction_paths": 60_000, "depth": 256}},
     derived_text=_derived_text,
     domain=DOMAIN, anchors=CONFIGS,
-    power="quick (60k one-layer paths, 4k runs per depth, d = 5, S = 1): min_detectable 2.3 % and 4.0 % of the "
-          "one-point rates, 4.0 % of the log sin(theta) rate (worst start), 3.6 % of lambda_1, 43 % of the "
-          "synchronized fraction; full (10x the paths, 15x the runs, 4 anchors): about a third for the rates, and "
-          "11 % of the fraction, which a 5 % error in the derived law's time scale moves by 17 % (rejected: "
-          "p = 1.5e-15 at d = 5, S = 1)",
+    power=r"quick ($60\,000$ one-layer paths, $4000$ runs per depth, $d = 5$, $S = 1$): smallest detectable "
+          r"relative errors 2.3 % and 4.0 % of the one-point rates, 4.0 % of the rate of $E \log\sin\theta$ "
+          r"(worst start), 3.6 % of $\lambda_1$, 43 % of the synchronized fraction; full (10 times the paths, "
+          r"15 times the runs, 4 anchors): about a third for the rates, and 11 % of the fraction, which a 5 % "
+          r"error in the derived law's time scale moves by 17 % (rejected: $p = 1.5 \times 10^{-15}$ at $d = "
+          r"5$, $S = 1$)",
 )

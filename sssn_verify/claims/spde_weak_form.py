@@ -119,7 +119,8 @@ def check(formula: WeakFormDrift, budget: dict, seed: int, level: float):
             se.append(m.stderr)
             exp.append(drift)
             power.append({"label": label, "min_detectable_error": float(z * m.stderr), "ito_correction": ito})
-    return [combine("d/dt E<mu_t, f> at t = 0 (exact layers, Richardson, antithetic) vs the Ito drift", parts, level,
+    return [combine(r"$\frac{d}{dt} E\langle \mu_t, f\rangle$ at $t = 0$ (exact layers, Richardson, antithetic) "
+                    r"against the Ito drift", parts, level,
                     method=f"two-sided z-tests (no allowance), Bonferroni over {len(parts)}",
                     details={"power": power,
                              "figure": estimates_figure(labels, est, se, exp, r"$\frac{d}{dt} E\langle\mu_t, f\rangle$")})]
@@ -142,9 +143,10 @@ CLAIM = Claim(
     derivation="spde",
     formula=derived_formula,
     checker=check,
-    statistic="per-path Richardson (delta/1, /2, /4) of antithetic one-layer increments of <mu, f>, mean over paths",
+    statistic=r"per-path Richardson (steps $\delta$, $\delta/2$, $\delta/4$) of antithetic one-layer increments"
+              r" of $\langle \mu, f\rangle$, mean over paths",
     level=0.999,
-    tolerance="none (time-step bias O(delta^3) removed, two-sided z-test)",
+    tolerance=r"none (time-step bias $O(\delta^3)$ removed, two-sided $z$-test)",
     budgets={"quick": {"n_configs": 2, "paths": 20_000},
              "full": {"n_configs": len(CONFIGS), "paths": 200_000}},
     derived_text=_derived_text,

@@ -125,7 +125,7 @@ def check(formula, budget: dict, seed: int, level: float):
         est.append(m.mean)
         se.append(m.stderr)
         exp.append(lam)
-    return [combine("two nearby tokens: separation rate vs lambda_1, and its sign", parts, level,
+    return [combine(r"two nearby tokens: separation rate against $\lambda_1$, and its sign", parts, level,
                     method=f"z-tests, Bonferroni over {len(parts)}",
                     details={"figure": estimates_figure(labels, est, se, exp, r"log-separation rate $\frac{1}{T}\log\frac{|x_1 - x_2|_T}{|x_1 - x_2|_0}$")})]
 
@@ -138,9 +138,10 @@ CLAIM = Claim(
     derivation="lyapunov",
     formula=derived_formula,
     checker=check,
-    statistic="mean over paths of log(|x1-x2|_T / |x1-x2|_0)/T, tokens started 1e-6 apart",
+    statistic=r"mean over paths of $\log(|x_1 - x_2|_T / |x_1 - x_2|_0)/T$, tokens started $10^{-6}$ apart",
     level=0.999,
-    tolerance="rate: |E - lambda_1| <= 0.04 |lambda_1| + 0.005 (k0 + k1) (full: 0.05, 0.003); sign: exact (one-sided)",
+    tolerance=r"rate: $|E - \lambda_1| \le 0.04\,|\lambda_1| + 0.005\,(k_0 + k_1)$ (full mode: $0.05$ and "
+              r"$0.003$); sign: exact (one-sided)",
     budgets={"quick": {"n_configs": 3, "paths": 8_000, "depth": 100, "width": 64, "horizon": 1.0, "step_noise": 0.01,
                        "rel_tol": 0.04, "abs_tol": 0.005},
              "full": {"n_configs": len(CONFIGS), "paths": 100_000, "depth": 200, "width": 128, "step_noise": 0.02,

@@ -120,9 +120,11 @@ CLAIM = Claim(
     derivation="synchronization_time",
     formula=derived_formula,
     checker=check,
-    statistic="first-passage times of two-token Gaussian-transformer runs (Brownian-bridge monitored), censored at T",
+    statistic=r"first-passage times of two-token Gaussian-transformer runs (monitored by Brownian bridges), "
+              r"censored at $T$",
     level=0.999,
-    tolerance="mean of min(tau,T): 2 % (O(step) bias, step 0.005); sd: 3 %; P(tau <= T): 0.015; KS: none",
+    tolerance=r"mean of $\min(\tau, T)$: 2 % (bias $O(\text{step})$, step $0.005$); standard deviation: 3 %; "
+              r"$P(\tau \le T)$: $0.015$; Kolmogorov-Smirnov: none",
     budgets={"quick": {"n_configs": 2, "paths": 5_000, "step": 0.005, "rel_tol_mean": 0.02,
                        "rel_tol_sd": 0.03, "abs_tol_reach": 0.015},
              "full": {"n_configs": len(CONFIGS), "paths": 20_000, "step": 0.0025, "rel_tol_mean": 0.01,

@@ -103,7 +103,8 @@ def check(formula: TwoPointFormula, budget: dict, seed: int, level: float):
             est += [mb, ma]
             se += [sbe, sae]
             exp += [b_exp, a_exp]
-        checks.append(combine(f"{act} d={d} sw={sw} sb={sb}: drift and diffusion of rho", parts, level,
+        checks.append(combine(f"`{act}`, $d={d}$, $\\sigma_w={sw}$, $\\sigma_b={sb}$: drift and diffusion of "
+                              f"$\\rho$", parts, level,
                               method=f"one-step moments, Richardson, z-tests (Bonferroni over {len(parts)})"))
     checks[0].details["figure"] = estimates_figure(labels, est, se, exp, r"coefficients $b(\rho)$, $a(\rho)$")
     return checks
@@ -123,11 +124,13 @@ CLAIM = Claim(
     derivation="two_point",
     formula=derived_formula,
     checker=check,
-    statistic="one-step moments E[drho]/delta (control variate) and E[drho^2]/delta, Richardson in delta",
+    statistic=r"one-step moments $E[d\rho]/\delta$ (with a control variate) and $E[(d\rho)^2]/\delta$, "
+              r"Richardson-extrapolated in $\delta$",
     level=0.999,
-    tolerance="none: statistical only (Richardson leaves O(delta^2), ~1e-4 relative at the noise per step used)",
-    power="per configuration, a relative error of b or a of about 1-3 % at the best-resolved overlap (quick; "
-          "about 4.5x smaller in full mode); rejected with probability 0.9 at the claim's level",
+    tolerance=r"none: statistical only (Richardson leaves $O(\delta^2)$, about $10^{-4}$ relative at the noise "
+              r"per step used)",
+    power=r"per configuration, a relative error of $b$ or $a$ of about 1 to 3 % at the best-resolved overlap "
+          r"(quick; about 4.5 times smaller in full mode); rejected with probability 0.9 at the claim's level",
     budgets={"quick": {"samples": 100_000, "delta": 0.002, "noise_per_step": 0.01},
              "full": {"samples": 2_000_000, "delta": 0.001, "noise_per_step": 0.005}},
     derived_text=_derived_text,
