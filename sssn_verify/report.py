@@ -104,8 +104,9 @@ def claim_power_cell(r) -> str:
 
 
 def power_sentence(r, designed: str | None = None) -> str:
-    """The report's 'Power.' paragraph of a claim: the achieved headline power, which check it is
-    and why, then the design statement when the claim declares one (never '-')."""
+    """The report's 'Power.' paragraph of a claim, as LaTeX prose of ours (the check's name and the
+    claim's design statement are): the achieved headline power, which check it is and why, then the
+    design statement when the claim declares one (never '-')."""
     from .claims.base import headline_power
     m, basis, which = headline_power(r)
     if m is None:
@@ -395,7 +396,7 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
                   _derived_md(r), "",
                   f"**Statistic.** {c.get('statistic') or '-'}", "",
                   f"**Tolerance policy.** {c.get('tolerance') or '-'}", "",
-                  f"**Power.** {_escape_md(power_sentence(r, (c.get('power') or {}).get('designed')))}", "",
+                  f"**Power.** {power_sentence(r, (c.get('power') or {}).get('designed'))}", "",
                   f"Confidence level of each check {r.level}; budget:", ""] + kv_table_md(r.budget or {}) + [""]
         if c.get("configuration"):
             lines += ["Checker configuration:", ""] + kv_table_md(c["configuration"]) + [""]
@@ -411,7 +412,7 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
         for caption, text in _tables(r):
             lines += ["", caption, "", text]
         for f in figs.get(r.name, []):
-            lines += ["", f"![{r.name}: {f['title']}]({f['png']}) ([PDF]({f['pdf']}))"]
+            lines += ["", f"![{_escape_md(_plain(f['title']))}]({f['png']}) ([PDF]({f['pdf']}))"]
     if exploration_worth_showing(exploration):
         lines.append(exploration_markdown(exploration))
     return "\n".join(lines) + "\n"
@@ -446,6 +447,12 @@ def _tables(r):
 
 def _e(x) -> str:
     return _escape_html(x)
+
+
+def _sentence_html(text: str) -> str:
+    """A plain-text sentence of ours (the verdict, the family-wise line) as HTML: escaped, its ASCII
+    comparisons set as the signs they stand for (the terminal keeps <=)."""
+    return _e(text).replace("&lt;=", "≤").replace("&gt;=", "≥")
 
 
 # ---------------------------------------------------------------- mathematics and tables in HTML
@@ -555,8 +562,8 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
                     f"<title>sssn_verify report ({_e(suite.mode)} mode, seed {_e(suite.seed)})</title>",
                     f"<style>{_CSS}</style></head><body>",
                     f"<h1>sssn_verify report ({_e(suite.mode)} mode, seed {_e(suite.seed)})</h1>",
-                    f"<p><strong>Verdict: {_e(suite.verdict_text)}"
-                    f"</strong>{_wall_text(timing)}. {_e(suite.familywise_text)}.</p>"]
+                    f"<p><strong>Verdict: {_sentence_html(suite.verdict_text)}"
+                    f"</strong>{_wall_text(timing)}. {_sentence_html(suite.familywise_text)}.</p>"]
     if timing:
         h.append('<table class="kv"><caption>Time</caption><tr><th>part</th><th>seconds</th></tr>'
                  + "".join(f"<tr><td>{_e(k)}</td><td>{'-' if v is None else f'{v:.1f}'}</td></tr>" for k, v in timing)
@@ -599,9 +606,9 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
               f"<p><strong>Statement.</strong> {prose_html(r.statement)}</p>",
               (f"<div class=\"result\"><strong>{'Derived result' if _kind(r) == 'sympy' else 'Stated bound'}."
                f"</strong> {result_html(r)}</div>"),
-              f"<p><strong>Statistic.</strong> {_e(c.get('statistic') or '-')}</p>",
-              f"<p><strong>Tolerance policy.</strong> {_e(c.get('tolerance') or '-')}</p>",
-              f"<p><strong>Power.</strong> {_e(power_sentence(r, (c.get('power') or {}).get('designed')))}</p>",
+              f"<p><strong>Statistic.</strong> {prose_html(c.get('statistic') or '-')}</p>",
+              f"<p><strong>Tolerance policy.</strong> {prose_html(c.get('tolerance') or '-')}</p>",
+              f"<p><strong>Power.</strong> {prose_html(power_sentence(r, (c.get('power') or {}).get('designed')))}</p>",
               f"<p>Confidence level of each check {_e(r.level)}.</p>"]
         if r.budget:
             h.append(kv_table_html(r.budget, f"Budget ({suite.mode} mode): samples, paths and sizes of the checks"))
@@ -611,18 +618,18 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
                  "<th>Holm p</th><th>n</th><th>seed</th><th>method</th><th>verdict</th><th>detects</th></tr>")
         for chk in r.checks:
             hp = chk.details.get("holm_adjusted_p")
-            h.append(f"<tr><td>{_e(chk.name)}</td><td>{_e(estimate_text(chk))}</td><td>{_e(_fmt(chk.expected))}</td>"
+            h.append(f"<tr><td>{prose_html(chk.name)}</td><td>{_e(estimate_text(chk))}</td><td>{_e(_fmt(chk.expected))}</td>"
                      f"<td>{_e(_fmt(chk.tolerance, 3))}</td>"
                      f"<td>{'-' if chk.pvalue is None else _e(_fmt(chk.pvalue, 3))}</td>"
                      f"<td>{'-' if hp is None else _e(_fmt(hp, 3))}</td><td>{chk.n}</td>"
-                     f"<td>{'-' if chk.seed is None else chk.seed}</td><td>{_e(chk.method)}</td>"
+                     f"<td>{'-' if chk.seed is None else chk.seed}</td><td>{prose_html(chk.method)}</td>"
                      f"<td>{_verdict_html(chk.passed)}</td><td>{_e(power_cell(chk.min_detectable))}</td></tr>")
         h.append("</table>")
         for caption, text in _tables(r):
             h += [f"<p>{_e(caption)}</p>", f"<pre>{_e(text)}</pre>"]
         for f in figs.get(r.name, []):
-            h += ["<figure>", _img(images.get(f["png"]), f"{r.name}: {f['title']}"),
-                  f"<figcaption>{_e(f['title'])} (also as {_e(f['pdf'])})</figcaption></figure>"]
+            h += ["<figure>", _img(images.get(f["png"]), _plain(f["title"])),
+                  f"<figcaption>{prose_html(f['title'])} (also as {_e(f['pdf'])})</figcaption></figure>"]
     if exploration_worth_showing(exploration):
         h.append(exploration_html(exploration))
     elif exploration is not None:
@@ -636,6 +643,32 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
 def _text(s: str) -> str:
     """Plain text for a matplotlib title/label (a lone $ would start mathtext)."""
     return str(s).replace("$", r"\$")
+
+
+@functools.lru_cache(maxsize=None)
+def _mathtext_reads(src: str) -> bool:
+    from matplotlib.mathtext import MathTextParser
+    try:
+        MathTextParser("agg").parse(f"${src}$", dpi=72)
+        return True
+    except ValueError:
+        return False
+
+
+def plot_prose(text: str, width: int | None = None) -> str:
+    """LaTeX prose of ours for a matplotlib title or label: each $...$ span as mathtext when matplotlib
+    reads it (else spelt in ASCII), the words as plain text; wrapped at `width` characters, never
+    inside a formula."""
+    from .tex_mathml import prose_spans
+    out = []
+    for kind, part in prose_spans(text):
+        if kind == "math" and _mathtext_reads(part):
+            out.append("$" + part.replace(" ", "\N{NO-BREAK SPACE}") + "$")   # one word for textwrap
+        else:
+            out.append(_text(_plain(f"${part}$") if kind == "math" else part))
+    joined = "".join(out)
+    lines = textwrap.wrap(joined, width, break_long_words=False, break_on_hyphens=False) if width else [joined]
+    return "\n".join(line.replace("\N{NO-BREAK SPACE}", " ") for line in lines)
 
 
 _PARAM_TEX = {"rho": r"\rho", "beta": r"\beta", "sb": r"\sigma_b", "sw": r"\sigma_w", "sa": r"\sigma_a",
@@ -719,7 +752,7 @@ def _check_figure(plt, np, name: str, title: str, c: CheckResult, spec: dict):
         res_ax.set_xlabel("configuration")
         res_ax.set_title("the test: residuals in standard errors against the acceptance band", fontsize=8)
         res_ax.legend(fontsize=7)
-    title = "\n".join(textwrap.wrap(_text(f"{name}: {title}"), 90) + textwrap.wrap(_text(f"check: {c.name}"), 90))
+    title = plot_prose(f"{name}: {title}", 90) + "\n" + plot_prose(f"check: {c.name}", 90)
     ax.set_title(title, fontsize=8)
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -792,7 +825,7 @@ def _summary_figure(plt, np, suite):
         ax.plot([z], [y], marker="o" if abs(row["z"]) <= lim else (">" if row["z"] > 0 else "<"),
                 color=color, ms=4)
     ax.axvline(0.0, color="k", lw=0.8)
-    labels = ["\n".join(textwrap.wrap(_text(f"{r['claim']}: {r['check']}"), 60))      # whole, wrapped
+    labels = [plot_prose(f"{r['claim']}: {r['check']}", 60)      # whole, wrapped
               + ("" if r["scale"] in (None, "s.e.") else f" [per {r['scale']}]")
               + ("" if r["alternative"] == "two-sided" else " [one-sided]") for r in rows]
     ax.set_yticks(np.arange(n)[::-1], labels, fontsize=fs)
@@ -825,7 +858,7 @@ def _figures(suite, out: Path):
             spec = c.details.get("figure")
             if not isinstance(spec, dict):
                 continue
-            fig = _check_figure(plt, np, r.name, _plain(r.title), c, spec)
+            fig = _check_figure(plt, np, r.name, r.title, c, spec)
             if fig is None:
                 continue
             try:
@@ -1033,7 +1066,7 @@ def _domain_html(e) -> str:
 
 def exploration_html(res) -> str:
     """The same section as :func:`exploration_markdown`, as HTML (figures embedded as base64 PNG)."""
-    h = ["<h2>Exploration (hypothesis-drawn parameters)</h2>", f"<p>{_e(res.familywise_text)}.</p>",
+    h = ["<h2>Exploration (hypothesis-drawn parameters)</h2>", f"<p>{_sentence_html(res.familywise_text)}.</p>",
          f"<p>{_e(EXPLORATION_TEXT)}.</p>"]
     for e in res.explorations:
         c = e.counterexample

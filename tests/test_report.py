@@ -242,37 +242,60 @@ def test_report_data_is_json_serializable_without_nan():
 
 # ---------------------------------------------------------------- the report shows mathematics (issue 23)
 class _Visible:
-    """The visible text of an HTML page (style and script content dropped) and its element names."""
+    """The visible text of an HTML page (style and script content dropped) and its element names;
+    ``prose``: the visible text outside MathML (what the reader sees as words, not as mathematics)."""
 
     def __init__(self, page):
         from html.parser import HTMLParser
-        self.text, self.tags = [], []
+        self.text, self.tags, self.prose = [], [], []
         outer = self
 
         class P(HTMLParser):
             skip = 0
+            math = 0
 
             def handle_starttag(self, tag, attrs):
                 outer.tags.append(tag)
                 self.skip += tag in ("style", "script")
+                self.math += tag == "math"
 
             def handle_endtag(self, tag):
                 self.skip -= tag in ("style", "script")
+                self.math -= tag == "math"
 
             def handle_data(self, data):
                 if not self.skip:
                     outer.text.append(data)
+                    if not self.math:
+                        outer.prose.append(data)
         P(convert_charrefs=True).feed(page)
         self.text = " ".join(self.text)
+        self.prose = " ".join(self.prose)
+
+
+#: ASCII mathematics a reader must not see as words (outside MathML): powers, Python operators and
+#: calls, angle brackets used as an inner product, spelt comparisons
+ASCII_MATHS = {"caret": r"\^", "Python power": r"\*\*", "sqrt call": r"\bsqrt\(", "inner product <w,x>": r"<\s*\w+\s*,\s*\w+\s*>",
+               "comparison <= or >=": r"<=|>=", "TeX source": r"\\[A-Za-z]+|\$"}
+
+
+def ascii_maths(text: str) -> list[tuple[str, str]]:
+    """(kind, context) of each piece of ASCII mathematics in `text`."""
+    return [(kind, text[max(0, m.start() - 50): m.end() + 50]) for kind, pattern in ASCII_MATHS.items()
+            for m in re.finditer(pattern, text)]
 
 
 def real_claims_suite():
     """A suite of real claim names (their derivations are rendered) with hand-built checks."""
     budget = {"samples": 2000, "configs": [["relu", 3, 1.0], ["tanh", 4, 0.5]], "rho_grid": (0.1, 0.5)}
+    # check names as the checkers write them: LaTeX prose (maths in $...$, names in backticks)
+    names = ["a check whose name is long and must be shown whole: END",
+             r"$\lambda_1$: tangent-flow rate over a horizon against $\frac{(d-3)\,k_1 - (d-1)\,k_0}{2}$",
+             r"`relu`, $d=3$, $\sigma_w=1.0$: bound, slope of $\log E \max_l |X^{l,m} - X^{l,\infty}|^2$ at most $-1$"]
     rs = [ClaimResult(name, CLAIMS[name].title, CLAIMS[name].statement, CLAIMS[name].derived(),
-                      [_check("a check whose name is long and must be shown whole: END", 1.0, 0.1, 1.0)],
-                      "quick", 0, 0.999, 1.0, budget=budget, statistic="s", tolerance="t",
-                      derived_kind=CLAIMS[name].derived_kind)
+                      [_check(n, 1.0, 0.1, 1.0) for n in names], "quick", 0, 0.999, 1.0, budget=budget,
+                      statistic=CLAIMS[name].statistic, tolerance=CLAIMS[name].tolerance,
+                      derived_kind=CLAIMS[name].derived_kind, power=CLAIMS[name].power)
           for name in ("lyapunov", "kernel", "coercivity", "attention_bound", "convergence_width")]
     return SuiteResult(rs, "quick", 0, 0.01, 3.0, 5)
 
@@ -300,21 +323,28 @@ def test_html_renders_derived_results_as_mathml_with_no_python_or_json(real_page
                                                              results.text.find(bad) + 80])
     assert "λ" in seen.text and "arccos" in seen.text and "ReLU:" in seen.text       # lambda_1, K(rho), region
     assert "a check whose name is long and must be shown whole: END" in seen.text
+    # statistic, tolerance, power and check names are LaTeX prose shown as MathML: no ASCII maths in the words
+    assert ascii_maths(seen.prose) == [], ascii_maths(seen.prose)[:5]
+    for label, with_maths in (("Statistic", 5), ("Tolerance policy", 5), ("Power", 2)):
+        paragraphs = re.findall(rf"<p><strong>{label}\.</strong>(.*?)</p>", page, re.S)
+        assert len(paragraphs) == 5 and sum("<math" in x for x in paragraphs) == with_maths, (label, paragraphs)
+    assert "<td><math" in page                          # a check name that begins with mathematics
     # budgets and configurations as tables of words
     assert "Budget (quick mode)" in seen.text and "rho grid" in seen.text and "(relu, 3, 1)" in seen.text
 
 
 def test_claim_titles_and_statements_are_latex_prose_that_renders_as_mathml():
-    """Every claim's title and statement: each $...$ span is read by tex_mathml (no span falls back to
+    """Every claim's title, statement, statistic, tolerance policy and stated power: each $...$ span is read by tex_mathml (no span falls back to
     its source), the words around it hold no ASCII mathematics (the appendix's pseudo-maths scan), and
     the terminal form spells the mathematics in ASCII."""
     from sssn_verify.latex_doc import pseudo_maths
     from sssn_verify.symbolic.derivation import plain_text, prose
     from sssn_verify.tex_mathml import prose_html, tex_mathml
     for c in CLAIMS.values():
-        for text in (c.title, c.statement):
+        for text in (c.title, c.statement, c.statistic, c.tolerance, c.power):
             assert prose_html(text).count("<code>") == text.count("`") // 2, (c.name, text)   # names only
             assert text.count("$") % 2 == 0 and "$" in c.statement, c.name
+            assert "ot.emd2" not in text and "POT" not in text, c.name     # what is computed, not which function
             assert not pseudo_maths("\\begin{document}" + prose(text)), (c.name, pseudo_maths(prose(text)))
             assert "\\" not in plain_text(text) and "$" not in plain_text(text), c.name
     with pytest.raises(ValueError):
@@ -422,3 +452,13 @@ def test_tex_mathml_reads_its_subset_exactly():
         with pytest.raises(ValueError):
             tex_mathml(bad)
     assert prose_html("a~b") == "a&nbsp;b" and "<U+" not in prose_html(r"$x \text{ if } y$")
+
+
+def test_figure_text_is_mathtext_or_ascii_and_wraps_between_formulas():
+    """Check names and titles in figures: each $...$ span as mathtext when matplotlib reads it, else in
+    ASCII; lines wrapped between formulas, never inside one; names without their backticks."""
+    from sssn_verify.report import plot_prose
+    text = plot_prose(r"$\lambda_1$: one layer against $\frac{(d-3)\,k_1 - (d-1)\,k_0}{2}$ at `leaky_relu:0.1`", 20)
+    assert all(line.count("$") % 2 == 0 for line in text.split("\n")) and len(text.split("\n")) > 2
+    assert r"$\lambda_1$" in text and r"$\frac{(d-3)\,k_1 - (d-1)\,k_0}{2}$" in text and "`" not in text
+    assert plot_prose(r"$x \le y$ and `a$b`") == r"x <= y and a\$b"      # mathtext reads no \le; a name's $ stays text

@@ -18,7 +18,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 sys.path.insert(0, str(DOCS))
 import make_images  # noqa: E402  (docs/make_images.py: the one place that knows how to run Chromium)
 
-from test_report import _Visible, real_claims_suite  # noqa: E402
+from test_report import _Visible, ascii_maths, real_claims_suite  # noqa: E402
 
 NO_CHROMIUM = "no chromium on PATH: .ci/run installs Debian's chromium; locally, apt-get install -y chromium"
 
@@ -47,6 +47,10 @@ def test_chromium_renders_the_mathematics_and_no_raw_python_or_json(report_html,
     results = seen                                     # the claims' statements included
     for bad in ("sqrt(", "acos", "sigma_w", "K_rho", "$", "\\frac"):
         assert bad not in results.text, bad
+    # issue 23's acceptance, "no raw JSON or Python expressions in its visible text": the words the
+    # browser shows outside MathML (statistics, tolerance policies, powers, check names included)
+    # hold no ASCII mathematics: no ^, **, sqrt(, <w,x>, <=
+    assert ascii_maths(seen.prose) == [], ascii_maths(seen.prose)[:5]
     # the browser parsed the MathML as MathML (elements in the MathML namespace)
     assert re.search(r'<math xmlns="http://www.w3.org/1998/Math/MathML"', dom)
     # and drew something: the screenshot of the claims section is not blank
