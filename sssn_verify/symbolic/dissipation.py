@@ -222,12 +222,12 @@ def energy_identity_residual(n_tokens: int, *, zero_beta: bool = False, factor=1
 
 # The operator-norm steps of the attention bound, stated once and applied to derived expressions.
 LEMMAS = {
-    "cauchy_schwarz": "Cauchy-Schwarz: $|\\langle u, w\\rangle| \\le |u|\\, |w|$",
-    "operator_norm": "operator norm and triangle inequality: $|\\sum_h M_h u_h| \\le \\sum_h \\|M_h\\|\\, |u_h|$ "
-                     "and $\\|A B\\| \\le \\|A\\|\\, \\|B\\|$",
-    "mean_value": "mean value inequality: for $g \\in C^1(\\mathbb{R}^d, \\mathbb{R}^d)$, $|g(x) - g(y)| \\le "
-                  "\\sup_{z \\in [x, y]} \\|D g(z)\\|\\, |x - y|$",
-    "psd_trace": "a positive semi-definite matrix $C$ has $\\|C\\| \\le \\operatorname{tr} C$",
+    "cauchy_schwarz": "the Cauchy-Schwarz inequality $|\\langle u, w\\rangle| \\le |u|\\, |w|$",
+    "operator_norm": "the triangle inequality for operator norms, $|\\sum_h M_h u_h| \\le \\sum_h \\|M_h\\|\\, "
+                     "|u_h|$, and their submultiplicativity, $\\|A B\\| \\le \\|A\\|\\, \\|B\\|$",
+    "mean_value": "the mean value inequality $|g(x) - g(y)| \\le \\sup_{z \\in [x, y]} \\|D g(z)\\|\\, |x - y|$ "
+                  "for $g \\in C^1(\\mathbb{R}^d, \\mathbb{R}^d)$",
+    "psd_trace": "the bound $\\|C\\| \\le \\operatorname{tr} C$ for a positive semi-definite matrix $C$",
 }
 
 
@@ -457,8 +457,7 @@ def attention_bound() -> Derivation:
          "($E_0$: the same with $f(\\rho) = 1 - \\rho$)",
          "norms are operator 2-norms"],
         [], None)
-    for key, text in LEMMAS.items():
-        dv.assumptions.append("Lemma: " + text[0].upper() + text[1:])
+    dv.assumptions.append("standard inequalities used: " + "; ".join(LEMMAS.values()))
     drho, claim, residual = attention_rho_identity()
     dv.add("Attention velocity $x_i' = P_{x_i} A_i$ with $A_i = V m(x_i)$, $m(x) = \\sum_j p_j(x) x_j$ the softmax "
            "mean; the attention part of $d\\rho_{ij}/dt = \\langle x_i', x_j\\rangle + \\langle x_i, x_j'\\rangle$ "
