@@ -518,9 +518,31 @@ def _words(key) -> str:
     return str(key).replace("_", " ").lower()
 
 
+def _range_html(k, v) -> str:
+    """A declared range of parameter `k` in HTML: (0.5, 1.25) of sigma_w as the mathematics
+    sigma_w in [0.5, 1.25] (a point as sigma_w = 0.5); names (activations) as words."""
+    if all(isinstance(x, str) for x in v):
+        return f"{_e(_words(k))} " + (f"one of {_e(', '.join(v))}" if len(v) > 1 else _e(v[0]))
+    if k in _PARAM_TEX:
+        return tex_mathml(f"{_PARAM_TEX[k]} = {v[0]:g}" if v[0] == v[1]
+                          else f"{_PARAM_TEX[k]} \\in [{v[0]:g}, {v[1]:g}]")
+    return _e(f"{_words(k)} = {v[0]:g}" if v[0] == v[1] else f"{_words(k)} in [{v[0]:g}, {v[1]:g}]")
+
+
+def _value_html(v) -> str:
+    """A budget or configuration value in HTML: :func:`_value_text`, with a mapping of parameter
+    ranges (a checker's domain) as mathematics."""
+    def declared(x):                   # names, or a (low, high) pair of numbers
+        return isinstance(x, (list, tuple)) and x and (all(isinstance(y, str) for y in x) or len(x) == 2 and all(
+            isinstance(y, (int, float)) and not isinstance(y, bool) for y in x))
+    if isinstance(v, dict) and v and all(declared(x) for x in v.values()):
+        return "; ".join(_range_html(k, x) for k, x in v.items())
+    return _e(_value_text(v))
+
+
 def kv_table_html(data: dict, caption: str) -> str:
     """A mapping (a claim's budget or its checker configuration) as a two-column table."""
-    rows = "".join(f"<tr><td>{_e(_words(k))}</td><td>{_e(_value_text(v))}</td></tr>" for k, v in data.items())
+    rows = "".join(f"<tr><td>{_e(_words(k))}</td><td>{_value_html(v)}</td></tr>" for k, v in data.items())
     return (f'<table class="kv"><caption>{_e(caption)}</caption><tr><th>entry</th><th>value</th></tr>'
             f"{rows}</table>")
 
@@ -1051,15 +1073,7 @@ def _domain_html(e) -> str:
         spec = None
     if not spec:
         return f"<code>{_e(e.domain)}</code>"
-    parts = []
-    for k, v in spec.items():
-        if all(isinstance(x, str) for x in v):
-            parts.append(f"{_e(k)} " + (f"one of {_e(', '.join(v))}" if len(v) > 1 else _e(v[0])))
-        elif k in _PARAM_TEX:
-            parts.append(tex_mathml(f"{_PARAM_TEX[k]} = {v[0]:g}" if v[0] == v[1]
-                                    else f"{_PARAM_TEX[k]} \\in [{v[0]:g}, {v[1]:g}]"))
-        else:
-            parts.append(_e(f"{k} = {v[0]:g}" if v[0] == v[1] else f"{k} in [{v[0]:g}, {v[1]:g}]"))
+    parts = [_range_html(k, v) for k, v in spec.items()]
     excluded = getattr(domain, "excluded", None)
     return "; ".join(parts) + (f"; excluding where {_e(excluded)}" if excluded else "")
 

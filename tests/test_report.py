@@ -331,6 +331,8 @@ def test_html_renders_derived_results_as_mathml_with_no_python_or_json(real_page
     assert "<td><math" in page                          # a check name that begins with mathematics
     # budgets and configurations as tables of words
     assert "Budget (quick mode)" in seen.text and "rho grid" in seen.text and "(relu, 3, 1)" in seen.text
+    # a checker's declared domain (lyapunov's CHECK_DOMAIN) as ranges in mathematics, not 'sigma w 0.3, 1.5'
+    assert "sigma w" not in seen.text and "activation one of relu" in seen.text and "<mo>∈</mo>" in page
 
 
 def test_claim_titles_and_statements_are_latex_prose_that_renders_as_mathml():
