@@ -59,6 +59,8 @@ SHRINK_FRACTION = 0.5
 #: the search range of an axis that neither the claim's domain nor its candidate check declares
 FALLBACK_RANGES = {"d": (2, 9), "sigma_w": (0.5, 1.5), "sigma_b": (0.0, 2.0), "sigma_a": (0.5, 1.5),
                    "beta": (0.0, 3.0), "rho": (-0.99, 0.99), "i": (1, 8)}
+#: axes that take integer values (the rest are real)
+INTEGER_AXES = ("d", "i", "H", "N", "draw")
 
 
 def checkable() -> dict[str, str]:
@@ -86,12 +88,22 @@ def evidence_descriptions() -> dict[str, str]:
     return out
 
 
-def _claim(name: str):
+def _claim(name: str, quantity: str | None = None):
+    """The claim `name` (or an alias); with `quantity`, a copy whose candidate check is that quantity's."""
+    from dataclasses import replace
+
     from .claims import CLAIMS
     names = checkable()
     if name not in names:
         raise ClaimError(f"cannot check claim {name!r}; checkable: {', '.join(sorted(names))}")
-    return CLAIMS[names[name]]
+    claim = CLAIMS[names[name]]
+    if quantity is None:
+        return claim
+    known = claim.candidate.quantities or {}
+    if quantity not in known:
+        raise CandidateError(f"claim {claim.name} has no quantity {quantity!r}"
+                             + (f"; quantities: {', '.join(known)}" if known else " (it has one quantity)"))
+    return replace(claim, candidate=known[quantity])
 
 
 #: sympy evaluates a candidate (17 digits) only if no subexpression exceeds e^this in size
@@ -171,6 +183,8 @@ class CheckOutcome:
     details: dict[str, Any] = field(default_factory=dict)
     min_detectable: float | None = None   # power: smallest relative error rejected w.p. `power`
     power: float = 0.9
+    quantity: str | None = None          # which quantity of the claim (synchronization_time: mean, variance)
+    sharp: bool | None = None            # a bound: attained where the claim attains it (None: not a bound)
 
     def to_dict(self) -> dict[str, Any]:
         return _jsonable(asdict(self))
@@ -186,13 +200,16 @@ class CheckOutcome:
 
 
 # ----------------------------------------------------------------------------- parameters
-def values_at(point: dict[str, Any]) -> dict[str, float]:
-    """Every variable a candidate may use at `point`: its parameters and k0, k1 (kernel numerics)."""
+def values_at(point: dict[str, Any], cc=None) -> dict[str, float]:
+    """Every variable a candidate may use at `point`: its parameters, k0, k1 (kernel numerics) and the
+    candidate check's own ``values`` (e.g. eps from eps0 and a, the norms of the attention matrices)."""
     from .numeric.kernels import kernel
     out = {k: float(v) for k, v in point.items() if k != "activation"}
-    if all(s in point for s in SIGMAS):
+    if all(s in point for s in SIGMAS) and point.get("activation") is not None:
         kf = kernel(point["activation"], point["sigma_w"], point["sigma_b"], point["sigma_a"])
         out["k0"], out["k1"] = float(kf.k0), float(kf.k1)
+    if cc is not None and cc.values is not None:
+        out.update({k: float(v) for k, v in cc.values(point).items()})
     return out
 
 
@@ -201,8 +218,8 @@ def search_ranges(claim, given: dict[str, Any]) -> dict[str, Any]:
     from the candidate check's ``domain``, else the claim's domain, else :data:`FALLBACK_RANGES`."""
     cc = claim.candidate
     spec = dict(FALLBACK_RANGES)
-    spec.update({k: v for k, v in getattr(claim.domain, "spec", {}).items() if k in FALLBACK_RANGES})
-    spec.update({k: v for k, v in (cc.domain or {}).items() if k in FALLBACK_RANGES})
+    spec.update({k: v for k, v in getattr(claim.domain, "spec", {}).items() if k in FALLBACK_RANGES or k in cc.axes})
+    spec.update({k: v for k, v in (cc.domain or {}).items() if k in FALLBACK_RANGES or k in cc.axes})
     return {a: given[a] if given.get(a) is not None else tuple(spec[a]) for a in cc.axes}
 
 
@@ -223,6 +240,8 @@ def search_activations(claim, ranges: dict[str, Any], activation: str | None) ->
     search shrinks towards the first), quadrature ones last."""
     from .activations import get_activation
     cc = claim.candidate
+    if not cc.activation_axis:
+        return [None]
     if activation is not None:
         return [get_activation(activation).name]
     if cc.activation is not None:
@@ -245,7 +264,7 @@ def _axis_strategy(axis: str, r: Any, sigma_grid: int | None):
         return st.sampled_from([lo + (hi - lo) * i / (sigma_grid - 1) for i in range(sigma_grid)])
     if not isinstance(r, tuple):
         return st.just(r)
-    if axis in ("d", "i"):
+    if axis in INTEGER_AXES:
         return st.integers(int(r[0]), int(r[1]))
     lo, hi = map(float, r)
     return st.just(lo) if lo == hi else st.floats(lo, hi, allow_nan=False, allow_infinity=False,
@@ -295,13 +314,15 @@ def design_points(claim, ranges: dict[str, Any], activations: list[str], key, n:
                 pt[a] = int(min(hi, math.floor(lo + (hi - lo + 1) * x ** DESIGN_D_POWER)))
             elif a == "i":                 # an index 1..d-1 (lyapunov_spectrum): spread over that point's range
                 pt[a] = x
+            elif a in INTEGER_AXES:
+                pt[a] = int(min(hi, math.floor(lo + (hi - lo + 1) * x)))
             else:
                 pt[a] = lo + (hi - lo) * float(x)
         if act is None:
             x = u[len(free)] if len(activations) > 1 else 0.0
             pt["activation"] = activations[next(i for i, c in enumerate(cum) if x <= c or i == len(cum) - 1)]
         for a, v in fixed.items():
-            pt[a] = int(v) if a in ("d", "i") else float(v)
+            pt[a] = int(v) if a in INTEGER_AXES else float(v)
         if "i" in free:
             top = max(1, min(int(ranges["i"][1]), int(pt.get("d", ranges["i"][1] + 1)) - 1))
             pt["i"] = int(min(top, max(int(ranges["i"][0]), 1 + math.floor(pt["i"] * top))))
@@ -337,6 +358,11 @@ def design_points(claim, ranges: dict[str, Any], activations: list[str], key, n:
         need = n - len(points)
     if len(points) < n:
         notes.append(f"only {len(points)} distinct admissible design points (of {n} asked)")
+    if cc.sharp_points is not None:          # a bound: where the claim says it is attained (sharpness)
+        sharp = [pt for pt in cc.sharp_points(ranges) if ok(pt) and pt not in points]
+        points.extend(sharp)
+        if sharp:
+            notes.append(f"{len(sharp)} points where the claim attains its bound (sharpness)")
     return points, notes
 
 
@@ -348,13 +374,14 @@ def discrepancy(cc, cand: Candidate, point: dict[str, Any]) -> float | None:
     try:
         if cc.admissible is not None and not cc.admissible(point):
             return None
-        v = values_at(point)
+        v = values_at(point, cc)
     except ParameterError:                     # e.g. sigma_w = sigma_b = 0
         return None
     der = cc.derived(v | {"activation": point["activation"]})
     if not math.isfinite(der):
         return None
-    return abs(cand.value(v) - der) / cc.error_scale(v, der)
+    gap = der - cand.value(v) if cc.bound == "upper" else abs(cand.value(v) - der)   # a bound: only below
+    return max(gap, 0.0) / cc.error_scale(v, der)
 
 
 @dataclass
@@ -390,7 +417,7 @@ def judge_point(claim, cand: Candidate, point: dict[str, Any], seed, level: floa
     with the reason (its value None, never a nan).  `evidence` replaces the claim's evidence
     function (the design's cheaper ``design_evidence``)."""
     cc = claim.candidate
-    v = values_at(point)
+    v = values_at(point, cc)
     try:
         cand_value, undefined = cand.value(v), None
     except CandidateError as exc:
@@ -402,6 +429,14 @@ def judge_point(claim, cand: Candidate, point: dict[str, Any], seed, level: floa
     if undefined is not None:
         r = deterministic_check(claim.name, ev.estimate, math.nan, tol=0.0, error=ev.stderr, method=ev.method)
         r.passed = False
+    elif cc.bound == "upper":                # one-sided: rejected where a rate found exceeds the candidate
+        r = deterministic_check(claim.name, ev.estimate, cand_value, tol=ev.tolerance, error=ev.stderr,
+                                method=ev.method)
+        r.passed = bool(ev.estimate <= cand_value + ev.tolerance)
+        r.alternative = "less"
+        # a candidate below the derived bound by more than this relative amount is rejected here (surely)
+        r.min_detectable = ((derived - ev.estimate + ev.tolerance) / derived
+                            if derived > 0 and math.isfinite(derived) else None)
     elif ev.tolerance is not None:
         r = deterministic_check(claim.name, ev.estimate, cand_value, tol=ev.tolerance, error=ev.stderr,
                                 method=ev.method)
@@ -411,9 +446,10 @@ def judge_point(claim, cand: Candidate, point: dict[str, Any], seed, level: floa
     return _PointTest(dict(point), r, ev, cand_value, derived, seed, undefined)
 
 
-def _closed_form(activation: str) -> bool:
+def _closed_form(activation: str | None) -> bool:
+    """True for a closed-form kernel, and where the quantity has no activation (None)."""
     from .numeric.kernels import has_closed_form
-    return has_closed_form(activation)
+    return activation is None or has_closed_form(activation)
 
 
 def _key(point: dict[str, Any]) -> tuple:
@@ -575,6 +611,8 @@ def _badness(t: _PointTest) -> float:
         return math.inf
     if r.pvalue is not None:
         return -math.log10(max(r.pvalue, 1e-300))
+    if r.alternative == "less":                 # a bound: how close the rates come to the candidate
+        return (r.estimate - t.candidate_value) / max(r.tolerance, 1e-300)
     return abs(r.estimate - t.candidate_value) / max(r.tolerance, 1e-300)
 
 
@@ -635,6 +673,8 @@ def domain_text(domain: dict[str, Any]) -> str:
     """'d in [2, 16], sigma_w in [0.3, 1.5], activation in {relu, tanh}' (pinned axes as 'd = 5')."""
     parts = []
     for k, v in domain.items():
+        if k == "activation" and list(v) == [None]:
+            continue                                  # the quantity has no activation
         if k == "activation":
             parts.append(f"activation in {{{', '.join(v)}}}" if len(v) > 1 else f"activation = {v[0]}")
         elif isinstance(v, (list, tuple)):
@@ -644,19 +684,43 @@ def domain_text(domain: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _sharpness(cc, ranges: dict[str, Any], tests) -> dict[str, Any] | None:
+    """A bound's sharpness: at the points where the claim attains its bound (``cc.sharp_points``, tested with
+    the design), the largest rate found over the candidate; sharp when every such ratio is at least
+    1 - SHARP_TOL (the claim's sharpness tolerance), i.e. the candidate is not above the attained value there."""
+    SHARP_TOL = cc.sharp_tolerance
+    sharp = {_key(p) for p in cc.sharp_points(ranges)}
+    rows = [{"parameters": t.point, "rate": t.result.estimate, "candidate": t.candidate_value,
+             "rate_over_candidate": (t.result.estimate / t.candidate_value if t.candidate_value else None)}
+            for t in tests if _key(t.point) in sharp and t.candidate_value is not None]
+    if not rows:
+        return {"sharp": None, "tolerance": SHARP_TOL, "points": [],
+                "note": "no point where the claim attains its bound lies in the searched domain"}
+    worst = min(rows, key=lambda r: r["rate_over_candidate"] if r["rate_over_candidate"] is not None else -1.0)
+    q = worst["rate_over_candidate"]
+    return {"sharp": bool(q is not None and q >= 1.0 - SHARP_TOL), "tolerance": SHARP_TOL, "points": rows,
+            "worst": worst, "factor": (1.0 / q) if q else None,
+            "how": f"sharp iff at every point where the claim attains its bound ({len(rows)} tested with the design) "
+                   f"the largest value found is within {SHARP_TOL:g} (relative) of the candidate"}
+
+
 # ----------------------------------------------------------------------------- the check
 def check_candidate(claim: str, candidate: str, *, activation: str | None = None, d: int | None = None,
                     sigma_w: float | None = None, sigma_b: float | None = None,
                     sigma_a: float | None = None, beta: float | None = None, rho: float | None = None,
-                    index: int | None = None, seed: int = 0, level: float = 0.999, explore: int | None = None,
+                    index: int | None = None, eps0: float | None = None, eps: float | None = None,
+                    heads: int | None = None, n_tokens: int | None = None, quantity: str | None = None,
+                    seed: int = 0, level: float = 0.999, explore: int | None = None,
                     design: int = DESIGN_POINTS) -> CheckOutcome:
     """Test `candidate` for `claim` against the claim's own evidence (see the module docstring);
     `explore` is the number of examples of the search (default :data:`DEFAULT_EXAMPLES`, or
     :data:`DEFAULT_EXAMPLES_QUADRATURE` when every searched activation needs quadrature); `design`
     the number of points of the space-filling design (at least 8).  `activation` None: searched over
-    the claim's declared activations; a name or the user's own expression pins it."""
+    the claim's declared activations; a name or the user's own expression pins it.  `quantity` picks one
+    of the claim's quantities (synchronization_time: "mean", default, or "variance"); `eps0`, `eps` pin the
+    distances (synchronization_time), `heads`, `n_tokens` the attention's H and N (attention_bound)."""
     from .activations import get_activation
-    the_claim = _claim(claim)
+    the_claim = _claim(claim, quantity)
     cc = the_claim.candidate
     cand = parse_candidate(claim, candidate)
     if activation is not None:
@@ -672,7 +736,21 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
              "sigma_a": None if sigma_a is None else check_real("sigma_a", sigma_a, 0.0),
              "beta": None if beta is None else check_real("beta", beta, 0.0),
              "rho": None if rho is None else check_real("rho", rho, -1.0, maximum=1.0),
-             "i": None if index is None else check_int("index", index, 1)}
+             "i": None if index is None else check_int("index", index, 1),
+             "H": None if heads is None else check_int("heads", heads, 1),
+             "N": None if n_tokens is None else check_int("n_tokens", n_tokens, 2),
+             "eps0": None if eps0 is None else check_real("eps0", eps0, 0.0, strict=True, maximum=0.1)}
+    if eps is not None:
+        if eps0 is None:
+            raise CandidateError("--eps needs --eps0 (the candidate depends on both distances)")
+        eps = check_real("eps", eps, 0.0, strict=True)
+        if not eps < given["eps0"]:
+            raise CandidateError(f"eps = {eps:g} must be < eps0 = {given['eps0']:g}")
+        given["a"] = math.log(given["eps0"] / eps)
+    unused = [k for k, v in given.items() if v is not None and k not in cc.axes and k in ("H", "N", "eps0", "a")]
+    if unused:
+        raise CandidateError(f"claim {the_claim.name} does not depend on {', '.join(unused)}")
+    given = {**{a: None for a in cc.axes}, **given}
     if given["sigma_w"] is not None and given["sigma_b"] is not None:
         ModelParams(sigma_w=given["sigma_w"], sigma_b=given["sigma_b"])   # not both 0
     ranges = search_ranges(the_claim, given)
@@ -683,7 +761,7 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
         n_examples = DEFAULT_EXAMPLES if any(_closed_form(a) for a in acts) else DEFAULT_EXAMPLES_QUADRATURE
     else:
         n_examples = check_int("explore", explore, 1)
-    design_rec = None
+    design_rec, sharpness = None, None
     if all(given[k] is not None for k in cc.axes) and len(acts) == 1:
         point = {"activation": acts[0], **{k: given[k] for k in cc.axes}}
         if cc.admissible is not None and not cc.admissible(point):
@@ -701,6 +779,8 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
             tests, confirmations, decided, shown = run_design(the_claim, cand, points, seed, 1.0 - a)
             design_rec = _design_record(ranges, acts, points, tests, confirmations, 1.0 - a, notes,
                                         decided is not None and decided.rejected)
+            if cc.sharp_points is not None:
+                sharpness = _sharpness(cc, ranges, tests)
             if decided is not None:
                 t, counter, chosen = decided, decided.point, "space-filling design"
             elif t is None:
@@ -718,11 +798,16 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
         info["reason"] = t.reason
     if claim != the_claim.name:
         info["asked_as"] = claim
-    v = values_at(t.point)
+    v = values_at(t.point, cc)
+    if sharpness is not None:
+        info["sharpness"] = sharpness
+    shown_params = {k: x for k, x in t.point.items() if not (k == "activation" and x is None)}
     return CheckOutcome(claim=the_claim.name, candidate=cand.text,
                         verdict="consistent" if r.passed else "rejected", estimate=t.evidence.estimate,
                         stderr=t.evidence.stderr, candidate_value=t.candidate_value, derived_value=t.derived_value,
-                        parameters={**t.point, **{k: v[k] for k in ("k0", "k1") if k in v}},
+                        parameters={**shown_params, **{k: x for k, x in v.items() if k not in shown_params}},
+                        quantity=cc.quantity,
+                        sharp=None if sharpness is None or not r.passed else sharpness["sharp"],
                         level=level, pvalue=r.pvalue, tolerance=r.tolerance, n=t.evidence.n,
                         seed=t.seed if r.pvalue is not None else None, method=t.evidence.method,
                         chosen=chosen, counterexample=counter, search=record, design=design_rec,

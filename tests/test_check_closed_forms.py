@@ -53,3 +53,93 @@ def test_index_outside_one_to_d_minus_one_is_bad_input():
     with pytest.raises(CandidateError):
         check_candidate("lyapunov_spectrum", SPECTRUM, activation="relu", d=4, index=4, sigma_w=1.0, sigma_b=0.5,
                         sigma_a=1.0)
+
+
+# ---------------------------------------------------------------- synchronization_time (mean, variance of tau)
+# lambda_1 = ((d-3) k1 - (d-1) k0)/2 < 0, sigma^2 = k0 + k1, a = log(eps0/eps): E tau = a/|lambda_1|,
+# Var tau = a sigma^2/|lambda_1|^3 (inverse Gaussian).  The evidence simulates first passages (Richardson over
+# two steps), a few seconds per point: ReLU at d = 9, sigma_w = 0.5, sigma_b = 1 (the fastest passages of the
+# domain) keeps these near 20 s; the searched cases still search sigma_a, eps0 and a.
+MEAN = "log(eps0/eps)/(((d-1)*k0-(d-3)*k1)/2)"
+VAR = "log(eps0/eps)*(k0+k1)/(((d-1)*k0-(d-3)*k1)/2)**3"
+SEARCHED = {"activation": "relu", "d": 9, "sigma_w": 0.5, "sigma_b": 1.0}
+POINT = {"activation": "relu", "d": 9, "sigma_w": 1.0, "sigma_b": 1.0, "sigma_a": 1.0, "eps0": 1e-4,
+         "eps": 1e-4 * 2.718281828459045 ** -2}
+SYNC_CASES = {
+    # quantity, candidate, where, verdict
+    "mean, another form, searched": ("mean", "2*(log(eps0)-log(eps))/((d-1)*k0-(d-3)*k1)", SEARCHED, "consistent"),
+    "mean + 5 %, searched": ("mean", f"1.05*{MEAN}", SEARCHED, "rejected"),
+    "mean with k0, k1 swapped": ("mean", "log(eps0/eps)/abs(((d-3)*k0-(d-1)*k1)/2)", POINT, "rejected"),
+    "variance, another form": ("variance", "8*log(eps0/eps)*(k0+k1)/((d-1)*k0-(d-3)*k1)**3", POINT, "consistent"),
+    "variance without sigma^2": ("variance", "log(eps0/eps)/(((d-1)*k0-(d-3)*k1)/2)**3", POINT, "rejected"),
+    "variance x 2": ("variance", f"2*{VAR}", POINT, "rejected"),
+}
+
+
+@pytest.fixture(scope="module")
+def sync_outcomes():
+    out = {}
+    for name, (quantity, cand, where, _) in SYNC_CASES.items():
+        t0 = time.perf_counter()
+        out[name] = (check_candidate("synchronization_time", cand, quantity=quantity, seed=0, **where),
+                     time.perf_counter() - t0)
+    return out
+
+
+@pytest.mark.parametrize("name", list(SYNC_CASES))
+def test_synchronization_time_candidates(sync_outcomes, name):
+    out, seconds = sync_outcomes[name]
+    quantity, _, where, verdict = SYNC_CASES[name]
+    assert out.verdict == verdict, (name, out.parameters, out.estimate, out.stderr, out.candidate_value)
+    assert out.quantity == quantity and out.parameters["eps"] < out.parameters["eps0"]
+    assert out.details["censored"] == 0          # every simulated pair synchronized: an uncensored moment
+    if where is SEARCHED and verdict == "consistent":
+        assert out.design["tested"] >= DESIGN_POINTS
+        assert out.design["min_detectable_weakest"] < 0.2      # the design's 4k + 2k paths
+    if quantity == "mean":
+        # the full evidence (16k + 8k paths) detects about 5 % in the mean (stated with every verdict)
+        assert out.min_detectable is not None and out.min_detectable < 0.07
+    print(f"{name}: {out.verdict} in {seconds:.1f} s, power {out.min_detectable}")
+
+
+def test_synchronization_time_quantity_and_distances_are_checked():
+    with pytest.raises(CandidateError):
+        check_candidate("synchronization_time", MEAN, quantity="median", **POINT)
+    with pytest.raises(CandidateError):
+        check_candidate("synchronization_time", MEAN, activation="relu", eps=1e-5)          # eps without eps0
+    with pytest.raises(CandidateError):
+        check_candidate("synchronization_time", MEAN, activation="relu", eps0=1e-4, eps=1e-3)  # eps >= eps0
+    with pytest.raises(CandidateError):
+        check_candidate("lyapunov", "-k0", heads=2)           # a claim without heads
+
+
+# ---------------------------------------------------------------- attention_bound (C_att, an upper bound)
+C_ATT = "2*(sum_V + beta*sum_VKQ)"
+BOUND_CASES = {
+    # candidate, options, verdict, sharp
+    "C_att, one head's form": ("2*norm_V*(1 + beta*norm_KtQ)", {"heads": 1}, "consistent", True),
+    "C_att, several heads": (C_ATT, {}, "consistent", True),
+    "C_att x 1.01 (a valid bound, not sharp)": (f"1.01*{C_ATT}", {}, "consistent", False),
+    "C_att x 0.99": (f"0.99*{C_ATT}", {}, "rejected", None),
+    "C_att without its factor 2": ("sum_V + beta*sum_VKQ", {}, "rejected", None),
+    "one head's form for several heads": ("2*norm_V*(1 + beta*norm_KtQ)", {}, "rejected", None),
+    "the beta term halved": ("2*(sum_V + beta*sum_VKQ/2)", {}, "rejected", None),
+}
+
+
+@pytest.mark.parametrize("name", list(BOUND_CASES))
+def test_attention_bound_candidates(name):
+    cand, options, verdict, sharp = BOUND_CASES[name]
+    out = check_candidate("attention_bound", cand, seed=0, **options)
+    assert out.verdict == verdict, (name, out.parameters, out.estimate, out.candidate_value)
+    assert out.sharp is sharp
+    if verdict == "rejected":              # a rate found above the candidate, exactly (rounding only)
+        assert out.estimate > out.candidate_value * (1 + 1e-9)
+    else:
+        g = out.design
+        assert g["tested"] >= DESIGN_POINTS and g["domain"]["H"] == ([1, 2] if not options else 1)
+        assert "activation" not in out.parameters
+        s = out.details["sharpness"]
+        assert len(s["points"]) >= 2 and all(p["parameters"]["beta"] == 0.0 for p in s["points"])
+        if not sharp:
+            assert s["factor"] == pytest.approx(1.01, rel=1e-5)

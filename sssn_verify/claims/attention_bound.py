@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -25,7 +26,7 @@ from ..params import ModelParams
 from ..stats import CheckResult
 from ..strategies import claim_configs
 from ._util import configs
-from .base import Claim
+from .base import CandidateCheck, Claim, Evidence
 
 # (H heads, d, N tokens, beta)
 CONFIGS = (
@@ -171,6 +172,103 @@ def check(formula, budget: dict, seed: int, level: float):
     return [bound, sharpness, energy]
 
 
+# ---------------------------------------------------------------- check (a user's formula for C_att)
+# A point is (H heads, d, N tokens, beta, theta, draw): Q_h, K_h Gaussian / sqrt(d) and
+# V_h = v_h (-cos(theta) I + sin(theta) G_h) (v_h ~ U(0.2, 1.5), G_h Gaussian / sqrt(d)), drawn from the Key of
+# (draw, H, d) alone, so a point names its matrices: theta = 0 is V_h = -v_h I (where the claim attains C_att at
+# beta = 0), pi/2 Gaussian values, pi V_h = +v_h I with generic Q, K.  The evidence is the largest exact
+# attention rate |d(1 - rho)/dt| / (1 - rho) (numeric/attention.pair_rates) over random token sets (uniform,
+# one pair 1e-3 apart, a cluster in a cap of radius 10^U(-3, 0)): a lower bound of the true supremum, so a
+# candidate is rejected where a configuration's rate exceeds it (a bound is one-sided).
+CANDIDATE_SETS = 3_000
+DESIGN_SETS = 1_000
+SCALE_SETS = 48            # the quick look that steers the search (how much slack the bound has at a point)
+EVIDENCE = (f"the exact attention rate |d(1 - rho_ij)/dt| / (1 - rho_ij) (numeric/attention.pair_rates), max over "
+            f"{CANDIDATE_SETS} random token sets (uniform, one pair 1e-3 apart, clustered) at random Q_h, K_h "
+            "and V_h = v_h(-cos(theta) I + sin(theta) G_h); the candidate must be >= it (an upper bound, exact up "
+            f"to rounding {ROUNDING:g}); sharp if at beta = 0, V_h = -v_h I, two tokens 1 - rho = 5e-7 it is "
+            f"within {SHARP_TOL:g} of the rate")
+
+
+def point_matrices(point: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Q, K, V) stacks (H, d, d) of a check point (a pure function of draw, H, d and theta)."""
+    H, d, theta = int(point["H"]), int(point["d"]), float(point["theta"])
+    rng = _rng.as_key(int(point["draw"]), "attention_bound", "qkv", H, d).generator()
+    Q, K, G = rng.standard_normal((3, H, d, d)) / np.sqrt(d)
+    v = rng.uniform(0.2, 1.5, H)[:, None, None]
+    V = v * (-math.cos(theta) * np.eye(d) + math.sin(theta) * G)
+    return Q, K, V
+
+
+def point_norms(point: dict) -> dict[str, float]:
+    """The candidate's variables of a point: norm_V, norm_KtQ (largest over heads), sum_V = sum_h ||V_h||,
+    sum_VKQ = sum_h ||V_h|| ||K_h^T Q_h|| (spectral norms); for one head norm_V = sum_V."""
+    Q, K, V = point_matrices(point)
+    nV = [float(np.linalg.norm(Vh, 2)) for Vh in V]
+    nKQ = [float(np.linalg.norm(Kh.T @ Qh, 2)) for Qh, Kh in zip(Q, K)]
+    return {"norm_V": max(nV), "norm_KtQ": max(nKQ), "sum_V": math.fsum(nV),
+            "sum_VKQ": math.fsum(a * b for a, b in zip(nV, nKQ))}
+
+
+def _checked_token_sets(rng, n: int, N: int, d: int) -> np.ndarray:
+    """n sets of N unit tokens: the claim's (uniform; one pair 1e-3 apart) and clusters in small caps."""
+    X = _token_sets(rng, n, N, d)
+    third = n // 3
+    centre = _sphere(rng.standard_normal((third, 1, d)))
+    radius = 10.0 ** rng.uniform(-3.0, 0.0, (third, 1, 1))
+    X[:third] = _sphere(centre + radius * rng.standard_normal((third, N, d)) / math.sqrt(d))
+    return np.ascontiguousarray(X)
+
+
+def _largest_rate(point: dict, key, n_sets: int) -> float:
+    H, d, N, beta = int(point["H"]), int(point["d"]), int(point["N"]), float(point["beta"])
+    Q, K, V = point_matrices(point)
+    X = _checked_token_sets(key.generator(), n_sets, N, d)
+    return float(np.max(max_pair_ratios(X, operands(_params(H, d, N, beta, Q, K, V)))))
+
+
+def candidate_evidence(point: dict, seed, level: float, n_sets: int = CANDIDATE_SETS) -> Evidence:
+    """The largest attention rate ratio found at `point` (deterministic: exact rates, rounding only)."""
+    r = _largest_rate(point, _rng.as_key(seed, "tokens"), n_sets)
+    Q, K, V = point_matrices(point)
+    return Evidence(r, 0.0, n_sets, f"max exact attention rate ratio over {n_sets} token sets",
+                    tolerance=ROUNDING * max(r, 1e-300),
+                    details={"Q": Q.tolist(), "K": K.tolist(), "V": V.tolist()})
+
+
+def _derived(v: dict) -> float:
+    return float(c_att_general(v["beta"], *point_matrices(v)))
+
+
+def _slack(v: dict, derived: float) -> float:
+    """How far below the derived C_att the rates found at a point stay (steers the search to where the bound
+    is nearly attained; a quick look with SCALE_SETS token sets)."""
+    r = _largest_rate(v, _rng.as_key(0, "attention_bound", "scale"), SCALE_SETS)
+    return max(derived - r, ROUNDING * derived) + 1e-300
+
+
+def _sharp_points(ranges: dict) -> list[dict]:
+    """Where the claim says C_att is attained: beta = 0, V_h = -v_h I, two tokens; per number of heads and the
+    smallest and largest d of the ranges."""
+    def axis(a):
+        r = ranges[a]
+        return sorted({int(r[0]), int(r[1])}) if isinstance(r, tuple) else [int(r)]
+    if isinstance(ranges["beta"], tuple) and ranges["beta"][0] > 0 or not isinstance(ranges["beta"], tuple) \
+            and ranges["beta"] > 0:
+        return []
+    return [{"activation": None, "H": H, "d": d, "N": 2, "beta": 0.0, "theta": 0.0, "draw": 0}
+            for H in range(axis("H")[0], axis("H")[-1] + 1) for d in axis("d")]
+
+
+CANDIDATE = CandidateCheck(
+    variables=("beta", "H", "d", "N", "norm_V", "norm_KtQ", "sum_V", "sum_VKQ"),
+    axes=("H", "d", "N", "beta", "theta", "draw"),
+    derived=_derived, evidence=candidate_evidence, error_scale=_slack,
+    domain={"theta": (0.0, math.pi), "draw": (0, 999)},
+    values=point_norms, activation_axis=False, bound="upper", sharp_points=_sharp_points, sharp_tolerance=SHARP_TOL,
+    description=EVIDENCE, design_evidence=partial(candidate_evidence, n_sets=DESIGN_SETS))
+
+
 def _derived_text() -> str:
     from ..symbolic.dissipation import attention_constant, attention_constant_heads
     return (f"C_att = {sp.sstr(attention_constant()[2])} (one head), {sp.sstr(attention_constant_heads()[1])} "
@@ -198,4 +296,5 @@ CLAIM = Claim(
              "full": {"n_configs": len(CONFIGS), "qkv": 30, "tokens": 256}},
     derived_text=_derived_text,
     domain=DOMAIN, anchors=CONFIGS,
+    candidate=CANDIDATE,
 )

@@ -142,7 +142,14 @@ class CandidateCheck:
     * ``activation``: the one activation the closed form is about (e.g. ``relu``), else None;
     * ``description``: what the evidence is, in words (``check --help`` prints it);
     * ``design_evidence``: the evidence at the points of ``check``'s space-filling design, at a
-      fixed, cheaper budget (a rejection there is confirmed by ``evidence``); default ``evidence``.
+      fixed, cheaper budget (a rejection there is confirmed by ``evidence``); default ``evidence``;
+    * ``values(point)``: variables computed from a point besides its axes (default: k0, k1 of the kernel);
+    * ``quantity`` / ``quantities``: the quantity this check is about, and the checks of the claim's other
+      quantities by name (``check CLAIM --quantity Q``; the claim's ``candidate`` is the default one);
+    * ``activation_axis``: False when the quantity has no MLP activation (attention);
+    * ``bound``: "upper" when the candidate is an upper bound of the evidence (judged one-sided), and
+      ``sharp_points(ranges)``: points where the claim says the bound is attained (``check`` tests them
+      too and says whether the candidate is sharp there: within ``sharp_tolerance``, relative).
     """
 
     variables: tuple[str, ...]
@@ -156,6 +163,13 @@ class CandidateCheck:
     activation: str | None = None
     description: str = ""
     design_evidence: Callable[[dict, int, float], Evidence] | None = None
+    values: Callable[[dict], dict] | None = None
+    quantity: str | None = None
+    quantities: dict[str, "CandidateCheck"] | None = None
+    activation_axis: bool = True
+    bound: str | None = None
+    sharp_points: Callable[[dict], list] | None = None
+    sharp_tolerance: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,17 @@ EXAMPLES = [
     "sssn-verify check lambda1 --candidate '((d-3)*k1-(d-1)*k0)/2' --d 5 --sigma-b 0.5",
     "sssn-verify check kernel --candidate 'sigma_a**2*(sigma_w**2*rho+sigma_b**2)' --activation identity --rho 0.3",
     "sssn-verify check lambda_bar --candidate '(d-1)*k1-(d-3)*k0' --activation relu --explore 20 --json",
+    "sssn-verify check synchronization_time --candidate 'log(eps0/eps)/(((d-1)*k0-(d-3)*k1)/2)' --activation relu",
+    "sssn-verify check synchronization_time --quantity variance "
+    "--candidate 'log(eps0/eps)*(k0+k1)/(((d-1)*k0-(d-3)*k1)/2)**3' --activation relu --d 9",
+    "sssn-verify check attention_bound --candidate '2*(sum_V + beta*sum_VKQ)' --heads 2",
 ]
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "check", help="test your own formula for a claim (kernel, ito_drift, lyapunov, dissipation, relu_rates, "
-             "lyapunov_spectrum, log_distance_variance)",
+             "lyapunov_spectrum, log_distance_variance, synchronization_time, attention_bound)",
         description="Parse a candidate formula (the safe expression language) and compare it with the claim's "
                     "own numerical evidence, which does not use the derivation, at the given parameters; the "
                     "parameters not given are searched with hypothesis over the claim's domain: --explore N "
@@ -29,7 +33,13 @@ def register(sub) -> None:
                     "c(x) = gamma x, in d, k0), lyapunov alias lambda1 (d, k0, k1 or the sigmas), "
                     "dissipation alias lambda_bar (its edge value; also beta), relu_rates (ReLU lambda_1 "
                     "in d and the sigmas), lyapunov_spectrum (lambda_i in d, i, k0, k1), log_distance_variance "
-                    "(sigma^2 in d, k0, k1). The activation is searched too unless --activation is given. "
+                    "(sigma^2 in d, k0, k1), synchronization_time (--quantity mean or variance of the time two "
+                    "tokens take from distance eps0 to eps, in d, k0, k1, eps0, eps), attention_bound (C_att, an "
+                    "upper bound, in beta, H, d, N, norm_V, norm_KtQ (largest over heads), sum_V = sum_h ||V_h||, "
+                    "sum_VKQ = sum_h ||V_h|| ||K_h^T Q_h||: rejected where an exact attention rate exceeds it; a "
+                    "consistent bound is called sharp or not sharp by the rate at the configurations where the "
+                    "claim attains it, beta = 0, V_h = -v_h I, two tokens). "
+                    "The activation is searched too unless --activation is given. "
                     "Every verdict with free parameters also rests on a space-filling design (2 opposite "
                     "corners + a Latin hypercube over the claim's domain, chosen without the derivation); the "
                     "text and JSON say the domain, the points and the smallest error caught there. "
@@ -47,6 +57,16 @@ def register(sub) -> None:
     p.add_argument("--rho", type=float, default=None, help="overlap (kernel only; default: searched)")
     p.add_argument("--index", type=int, default=None, metavar="I",
                    help="the exponent's index i, 1 <= i <= d-1 (lyapunov_spectrum only; default: searched)")
+    p.add_argument("--quantity", default=None, metavar="Q",
+                   help="which quantity the candidate is (synchronization_time: mean, the default, or variance)")
+    p.add_argument("--eps0", type=float, default=None,
+                   help="initial distance of the two tokens (synchronization_time; default: searched)")
+    p.add_argument("--eps", type=float, default=None,
+                   help="target distance, eps < eps0 (synchronization_time, with --eps0; default: searched)")
+    p.add_argument("--heads", type=int, default=None, metavar="H",
+                   help="attention heads (attention_bound only; default: searched)")
+    p.add_argument("--n-tokens", type=int, default=None, metavar="N",
+                   help="tokens (attention_bound only; default: searched)")
     p.add_argument("--seed", type=int, default=0, help="seed of the Monte Carlo evidence")
     p.add_argument("--level", type=float, default=0.999, help="confidence level of the test")
     p.add_argument("--explore", type=int, metavar="N", default=None,
@@ -81,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
     design = DESIGN_POINTS if args.design is None else check_int("design", args.design, DESIGN_POINTS)
     out = check_candidate(args.claim, args.candidate, activation=args.activation, d=args.d,
                           sigma_w=args.sigma_w, sigma_b=args.sigma_b, sigma_a=args.sigma_a,
-                          beta=args.beta, rho=args.rho, index=args.index, seed=args.seed, level=level,
+                          beta=args.beta, rho=args.rho, index=args.index, eps0=args.eps0, eps=args.eps,
+                          heads=args.heads, n_tokens=args.n_tokens, quantity=args.quantity, seed=args.seed, level=level,
                           explore=explore,
                           design=design)
     if args.json:
@@ -90,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
         params = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
                            for k, v in out.parameters.items())
         asked = out.details.get("asked_as")
-        print(f"claim:      {out.claim}" + (f" (asked as {asked})" if asked else ""))
+        print(f"claim:      {out.claim}" + (f" (asked as {asked})" if asked else "")
+              + (f", quantity {out.quantity}" if out.quantity else ""))
         value = (f"{out.candidate_value:.8g}" if out.candidate_value is not None
                  else f"undefined ({out.details.get('reason', 'not a finite real number')})")
         print(f"candidate:  {out.candidate}   =  {value}")
@@ -127,5 +149,12 @@ def run(args: argparse.Namespace) -> int:
                 print(f"design:     {g['points']} points planned, not run (the search's rejection decided)")
         power = ("power unknown" if out.min_detectable is None else
                  f"detects a relative error >= {100 * out.min_detectable:.2g} % with probability {out.power:g}")
-        print(f"verdict:    {out.verdict.upper()}   (power: {power})")
+        sharp = out.details.get("sharpness") or {}
+        if sharp.get("points"):
+            w = sharp["worst"]
+            print(f"sharpness:  at {len(sharp['points'])} points where the claim attains its bound the largest rate "
+                  f"is {w['rate_over_candidate']:.8g} of the candidate (sharp: within {sharp['tolerance']:g})")
+        qualifier = {True: ", SHARP", False: f" BUT NOT SHARP (x{sharp.get('factor') or 0:.3g} the attained value)",
+                     None: ""}[out.sharp]
+        print(f"verdict:    {out.verdict.upper()}{qualifier}   (power: {power})")
     return 0 if out.verdict == "consistent" else 1
