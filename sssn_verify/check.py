@@ -757,7 +757,9 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
     acts = search_activations(the_claim, ranges, activation)
     if not acts:
         raise CandidateError(f"{the_claim.name}: no activation of its domain where the quantity exists")
-    if explore is None:
+    if explore is None and cc.examples is not None:
+        n_examples = cc.examples
+    elif explore is None:
         n_examples = DEFAULT_EXAMPLES if any(_closed_form(a) for a in acts) else DEFAULT_EXAMPLES_QUADRATURE
     else:
         n_examples = check_int("explore", explore, 1)

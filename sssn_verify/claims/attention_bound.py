@@ -182,9 +182,14 @@ def check(formula, budget: dict, seed: int, level: float):
 # candidate is rejected where a configuration's rate exceeds it (a bound is one-sided).
 CANDIDATE_SETS = 3_000
 DESIGN_SETS = 1_000
-SCALE_SETS = 48            # the quick look that steers the search (how much slack the bound has at a point)
+SCALE_SETS, SCALE_CLIMB = 200, 10   # the quick look that steers the search (how much slack the bound has at a point)
+CLIMB, DESIGN_CLIMB = 40, 20   # rounds of the hill climb from the best token set (REFINE_BATCH trials each)
+REFINE_BATCH = 64
+#: the steering is cheap (exact rates, no simulation): more examples than check's default 60
+SEARCH_EXAMPLES = 200
 EVIDENCE = (f"the exact attention rate |d(1 - rho_ij)/dt| / (1 - rho_ij) (numeric/attention.pair_rates), max over "
-            f"{CANDIDATE_SETS} random token sets (uniform, one pair 1e-3 apart, clustered) at random Q_h, K_h "
+            f"{CANDIDATE_SETS} random token sets (uniform, one pair 1e-3 apart, clustered) and a hill climb from the best, "
+            "at random Q_h, K_h "
             "and V_h = v_h(-cos(theta) I + sin(theta) G_h); the candidate must be >= it (an upper bound, exact up "
             f"to rounding {ROUNDING:g}); sharp if at beta = 0, V_h = -v_h I, two tokens 1 - rho = 5e-7 it is "
             f"within {SHARP_TOL:g} of the rate")
@@ -220,18 +225,35 @@ def _checked_token_sets(rng, n: int, N: int, d: int) -> np.ndarray:
     return np.ascontiguousarray(X)
 
 
-def _largest_rate(point: dict, key, n_sets: int) -> float:
+def _largest_rate(point: dict, key, n_sets: int, climb: int = 0) -> float:
+    """The largest rate ratio over `n_sets` random token sets, then `climb` rounds of a hill climb from the
+    best set (REFINE_BATCH random perturbations per round, the step shrinking when none is better)."""
     H, d, N, beta = int(point["H"]), int(point["d"]), int(point["N"]), float(point["beta"])
     Q, K, V = point_matrices(point)
-    X = _checked_token_sets(key.generator(), n_sets, N, d)
-    return float(np.max(max_pair_ratios(X, operands(_params(H, d, N, beta, Q, K, V)))))
+    att = operands(_params(H, d, N, beta, Q, K, V))
+    rng = key.generator()
+    X = _checked_token_sets(rng, n_sets, N, d)
+    r = max_pair_ratios(X, att)
+    k = int(np.argmax(r))
+    best, Xb, step = float(r[k]), X[k], 0.3
+    for _ in range(climb):
+        trial = np.ascontiguousarray(_sphere(Xb[None] + step * rng.standard_normal((REFINE_BATCH, N, d))))
+        rt = max_pair_ratios(trial, att)
+        j = int(np.argmax(rt))
+        if rt[j] > best:
+            best, Xb = float(rt[j]), trial[j]
+        else:
+            step *= 0.6
+    return best
 
 
-def candidate_evidence(point: dict, seed, level: float, n_sets: int = CANDIDATE_SETS) -> Evidence:
+def candidate_evidence(point: dict, seed, level: float, n_sets: int = CANDIDATE_SETS,
+                       climb: int = CLIMB) -> Evidence:
     """The largest attention rate ratio found at `point` (deterministic: exact rates, rounding only)."""
-    r = _largest_rate(point, _rng.as_key(seed, "tokens"), n_sets)
+    r = _largest_rate(point, _rng.as_key(seed, "tokens"), n_sets, climb)
     Q, K, V = point_matrices(point)
-    return Evidence(r, 0.0, n_sets, f"max exact attention rate ratio over {n_sets} token sets",
+    return Evidence(r, 0.0, n_sets, f"max exact attention rate ratio over {n_sets} token sets and a {climb}-round "
+                                    "hill climb from the best",
                     tolerance=ROUNDING * max(r, 1e-300),
                     details={"Q": Q.tolist(), "K": K.tolist(), "V": V.tolist()})
 
@@ -243,7 +265,7 @@ def _derived(v: dict) -> float:
 def _slack(v: dict, derived: float) -> float:
     """How far below the derived C_att the rates found at a point stay (steers the search to where the bound
     is nearly attained; a quick look with SCALE_SETS token sets)."""
-    r = _largest_rate(v, _rng.as_key(0, "attention_bound", "scale"), SCALE_SETS)
+    r = _largest_rate(v, _rng.as_key(0, "attention_bound", "scale"), SCALE_SETS, SCALE_CLIMB)
     return max(derived - r, ROUNDING * derived) + 1e-300
 
 
@@ -265,8 +287,8 @@ CANDIDATE = CandidateCheck(
     axes=("H", "d", "N", "beta", "theta", "draw"),
     derived=_derived, evidence=candidate_evidence, error_scale=_slack,
     domain={"theta": (0.0, math.pi), "draw": (0, 999)},
-    values=point_norms, activation_axis=False, bound="upper", sharp_points=_sharp_points, sharp_tolerance=SHARP_TOL,
-    description=EVIDENCE, design_evidence=partial(candidate_evidence, n_sets=DESIGN_SETS))
+    examples=SEARCH_EXAMPLES, values=point_norms, activation_axis=False, bound="upper", sharp_points=_sharp_points, sharp_tolerance=SHARP_TOL,
+    description=EVIDENCE, design_evidence=partial(candidate_evidence, n_sets=DESIGN_SETS, climb=DESIGN_CLIMB))
 
 
 def _derived_text() -> str:

@@ -149,7 +149,9 @@ class CandidateCheck:
     * ``activation_axis``: False when the quantity has no MLP activation (attention);
     * ``bound``: "upper" when the candidate is an upper bound of the evidence (judged one-sided), and
       ``sharp_points(ranges)``: points where the claim says the bound is attained (``check`` tests them
-      too and says whether the candidate is sharp there: within ``sharp_tolerance``, relative).
+      too and says whether the candidate is sharp there: within ``sharp_tolerance``, relative);
+    * ``examples``: the search's default number of examples when its steering is cheap enough for more
+      than ``check.DEFAULT_EXAMPLES``.
     """
 
     variables: tuple[str, ...]
@@ -170,6 +172,7 @@ class CandidateCheck:
     bound: str | None = None
     sharp_points: Callable[[dict], list] | None = None
     sharp_tolerance: float = 0.0
+    examples: int | None = None
 
 
 @dataclass(frozen=True)

@@ -202,8 +202,8 @@ def _candidate(quantity: str) -> CandidateCheck:
         derived=partial(_derived, quantity=quantity),
         evidence=partial(candidate_evidence, quantity=quantity),
         error_scale=partial(_error_scale, quantity=quantity), admissible=_admissible,
-        # the claim's domain, with eps0 free over two decades (the law depends on eps0/eps only)
-        domain={"eps0": (1e-5, 1e-3)},
+        # the claim's domain, eps0 free over a decade inside its small-distance regime (eps0 <= 1e-4)
+        domain={"eps0": (1e-5, 1e-4)},
         values=lambda pt: {"eps": float(pt["eps0"]) * math.exp(-float(pt["a"]))},
         description=EVIDENCE.format(q=quantity) + f" (--quantity {quantity})",
         design_evidence=partial(candidate_evidence, quantity=quantity, paths=DESIGN_PATHS),

@@ -148,7 +148,9 @@ def run(args: argparse.Namespace) -> int:
             else:
                 print(f"design:     {g['points']} points planned, not run (the search's rejection decided)")
         power = ("power unknown" if out.min_detectable is None else
-                 f"detects a relative error >= {100 * out.min_detectable:.2g} % with probability {out.power:g}")
+                 f"detects a relative error >= {100 * out.min_detectable:.2g} % with probability {out.power:g}"
+                 + (" (a bound: a candidate that much below the derived one; above it, see sharpness)"
+                    if out.sharp is not None or out.details.get("sharpness") else ""))
         sharp = out.details.get("sharpness") or {}
         if sharp.get("points"):
             w = sharp["worst"]
