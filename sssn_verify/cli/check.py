@@ -9,9 +9,6 @@ from .common import add_model_options, epilog, print_json, refuse_hidden
 
 EXAMPLES = [
     "sssn-verify check lambda1 --candidate '((d-3)*k1-(d-1)*k0)/2' --d 5 --sigma-b 0.5",
-    "sssn-verify check kernel --candidate 'sigma_a**2*(sigma_w**2*rho+sigma_b**2)' --activation identity --rho 0.3",
-    "sssn-verify check lambda_bar --candidate '(d-1)*k1-(d-3)*k0' --activation relu --explore 20 --json",
-    "sssn-verify check synchronization_time --candidate 'log(eps0/eps)/(((d-1)*k0-(d-3)*k1)/2)' --activation relu",
     "sssn-verify check synchronization_time --quantity variance "
     "--candidate 'log(eps0/eps)*(k0+k1)/(((d-1)*k0-(d-3)*k1)/2)**3' --activation relu --d 9",
     "sssn-verify check attention_bound --candidate '2*(sum_V + beta*sum_VKQ)' --heads 2",
