@@ -687,21 +687,21 @@ def domain_text(domain: dict[str, Any]) -> str:
 def _sharpness(cc, ranges: dict[str, Any], tests) -> dict[str, Any] | None:
     """A bound's sharpness: at the points where the claim attains its bound (``cc.sharp_points``, tested with
     the design), the largest rate found over the candidate; sharp when every such ratio is at least
-    1 - SHARP_TOL (the claim's sharpness tolerance), i.e. the candidate is not above the attained value there."""
-    SHARP_TOL = cc.sharp_tolerance
+    1 - ``cc.sharp_tolerance`` (the claim's), i.e. the candidate is not above the attained value there."""
+    tol = cc.sharp_tolerance
     sharp = {_key(p) for p in cc.sharp_points(ranges)}
     rows = [{"parameters": t.point, "rate": t.result.estimate, "candidate": t.candidate_value,
              "rate_over_candidate": (t.result.estimate / t.candidate_value if t.candidate_value else None)}
             for t in tests if _key(t.point) in sharp and t.candidate_value is not None]
     if not rows:
-        return {"sharp": None, "tolerance": SHARP_TOL, "points": [],
+        return {"sharp": None, "tolerance": tol, "points": [],
                 "note": "no point where the claim attains its bound lies in the searched domain"}
     worst = min(rows, key=lambda r: r["rate_over_candidate"] if r["rate_over_candidate"] is not None else -1.0)
     q = worst["rate_over_candidate"]
-    return {"sharp": bool(q is not None and q >= 1.0 - SHARP_TOL), "tolerance": SHARP_TOL, "points": rows,
+    return {"sharp": bool(q is not None and q >= 1.0 - tol), "tolerance": tol, "points": rows,
             "worst": worst, "factor": (1.0 / q) if q else None,
             "how": f"sharp iff at every point where the claim attains its bound ({len(rows)} tested with the design) "
-                   f"the largest value found is within {SHARP_TOL:g} (relative) of the candidate"}
+                   f"the largest value found is within {tol:g} (relative) of the candidate"}
 
 
 # ----------------------------------------------------------------------------- the check

@@ -188,8 +188,8 @@ REFINE_BATCH = 64
 #: the steering is cheap (exact rates, no simulation): more examples than check's default 60
 SEARCH_EXAMPLES = 200
 EVIDENCE = (f"the exact attention rate |d(1 - rho_ij)/dt| / (1 - rho_ij) (numeric/attention.pair_rates), max over "
-            f"{CANDIDATE_SETS} random token sets (uniform, one pair 1e-3 apart, clustered) and a hill climb from the best, "
-            "at random Q_h, K_h "
+            f"{CANDIDATE_SETS} random token sets (uniform, one pair 1e-3 apart, clustered) and a hill climb "
+            "from the best, at random Q_h, K_h "
             "and V_h = v_h(-cos(theta) I + sin(theta) G_h); the candidate must be >= it (an upper bound, exact up "
             f"to rounding {ROUNDING:g}); sharp if at beta = 0, V_h = -v_h I, two tokens 1 - rho = 5e-7 it is "
             f"within {SHARP_TOL:g} of the rate")
@@ -287,7 +287,8 @@ CANDIDATE = CandidateCheck(
     axes=("H", "d", "N", "beta", "theta", "draw"),
     derived=_derived, evidence=candidate_evidence, error_scale=_slack,
     domain={"theta": (0.0, math.pi), "draw": (0, 999)},
-    examples=SEARCH_EXAMPLES, values=point_norms, activation_axis=False, bound="upper", sharp_points=_sharp_points, sharp_tolerance=SHARP_TOL,
+    examples=SEARCH_EXAMPLES, values=point_norms, activation_axis=False, bound="upper", sharp_points=_sharp_points,
+    sharp_tolerance=SHARP_TOL,
     description=EVIDENCE, design_evidence=partial(candidate_evidence, n_sets=DESIGN_SETS, climb=DESIGN_CLIMB))
 
 

@@ -65,11 +65,18 @@ def censored_moments(law: SyncTimeLaw, T: float) -> tuple[float, float]:
     return m1, math.sqrt(max(m2 - m1 * m1, 0.0))
 
 
-def _sd_stderr(x: np.ndarray) -> tuple[float, float]:
+def _moment(x: np.ndarray, quantity: str) -> tuple[float, float]:
+    """(sample mean or variance, its stderr)."""
+    if quantity == "mean":
+        return float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
     c = x - x.mean()
     s2 = float(c @ c / (x.size - 1))
-    m4 = float(np.mean(c ** 4))
-    return math.sqrt(s2), math.sqrt(max(m4 - s2 * s2, 0.0) / x.size) / (2 * math.sqrt(s2))
+    return s2, math.sqrt(max(float(np.mean(c ** 4)) - s2 * s2, 0.0) / x.size)
+
+
+def _sd_stderr(x: np.ndarray) -> tuple[float, float]:
+    s2, se = _moment(x, "variance")
+    return math.sqrt(s2), se / (2 * math.sqrt(s2))
 
 
 def check(formula, budget: dict, seed: int, level: float):
@@ -89,7 +96,7 @@ def check(formula, budget: dict, seed: int, level: float):
         x = np.minimum(fp.times, T)
         if lam < 0:
             m_pred, sd_pred = censored_moments(law, T)
-            m, m_se = float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
+            m, m_se = _moment(x, "mean")
             sd, sd_se = _sd_stderr(x)
             parts.append(agreement_test(f"{label}: mean of min(tau, T)", m, m_se, m_pred, level=level,
                                         n=x.size, seed=seed, rel_tol=budget["rel_tol_mean"]))
@@ -152,15 +159,6 @@ def _candidate_runs(act, d, sw, sb, sa, eps0, a, paths, seed):
                   for j, (step, P) in enumerate(((h, paths[0]), (2 * h, paths[1])))]
 
 
-def _moment(x: np.ndarray, quantity: str) -> tuple[float, float]:
-    """(sample mean or variance, its stderr)."""
-    if quantity == "mean":
-        return float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
-    c = x - x.mean()
-    s2 = float(c @ c / (x.size - 1))
-    return s2, math.sqrt(max(float(np.mean(c ** 4)) - s2 * s2, 0.0) / x.size)
-
-
 def candidate_evidence(point: dict, seed, level: float, quantity: str = "mean",
                        paths: tuple[int, int] = CANDIDATE_PATHS) -> Evidence:
     """The mean (variance) of the simulated passage times at `point`, Richardson over h, 2h."""
@@ -211,7 +209,9 @@ def _candidate(quantity: str) -> CandidateCheck:
 
 
 # `check synchronization_time --quantity mean|variance`: one candidate per quantity (default the mean)
-CANDIDATE = replace(_candidate("mean"), quantities={q: _candidate(q) for q in QUANTITIES})
+CANDIDATE = replace(_candidate("mean"), quantities={q: _candidate(q) for q in QUANTITIES},
+                    description=EVIDENCE.format(q="mean (--quantity mean, the default) or variance (--quantity "
+                                                  "variance)"))
 
 
 CLAIM = Claim(
