@@ -189,8 +189,8 @@ REFINE_BATCH = 64
 SEARCH_EXAMPLES = 200
 EVIDENCE = (f"the exact attention rate |d(1 - rho_ij)/dt| / (1 - rho_ij) (numeric/attention.pair_rates), max over "
             f"{CANDIDATE_SETS} random token sets (uniform, one pair 1e-3 apart, clustered) and a hill climb "
-            "from the best, at random Q_h, K_h "
-            "and V_h = v_h(-cos(theta) I + sin(theta) G_h); the candidate must be >= it (an upper bound, exact up "
+            "from the best, at random Q_h, K_h and V_h = v_h(-cos(theta) I + sin(theta) G_h); the candidate "
+            "must be at least that rate (an upper bound, exact up "
             f"to rounding {ROUNDING:g}); sharp if at beta = 0, V_h = -v_h I, two tokens 1 - rho = 5e-7 it is "
             f"within {SHARP_TOL:g} of the rate")
 
