@@ -212,6 +212,7 @@ def _campaign(args, seeds, alpha) -> int:
 
 def campaign_table(res) -> str:
     """Per claim: seeds passed, pooled estimate [CI] against the formula, Holm verdict."""
+    from ..symbolic.derivation import plain_text      # check names are LaTeX prose
     rows = [("claim", "check", "seeds passed", "pooled estimate [CI]", "expected", "p (Holm)", "verdict")]
     for e in res.pooled:
         if e["pvalue"] is None:
@@ -219,7 +220,7 @@ def campaign_table(res) -> str:
         else:
             est = f"{e['estimate']:.4g} [{e['ci'][0]:.4g}, {e['ci'][1]:.4g}]"
             exp, p = f"{e['expected']:.4g}", f"{e['holm_adjusted_p']:.3g}"
-        rows.append((e["claim"], e["check"][:40], f"{e['seeds_passed']}/{e['n_seeds']}", est, exp, p,
+        rows.append((e["claim"], plain_text(e["check"])[:40], f"{e['seeds_passed']}/{e['n_seeds']}", est, exp, p,
                      "PASS" if e["passed"] else "FAIL"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
