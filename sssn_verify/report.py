@@ -939,6 +939,7 @@ def exploration_figures(res, directory) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.markers import MarkerStyle
     from matplotlib.patches import Rectangle
 
     markers = {"passed": ("o", "none"), "not confirmed": ("s", "tab:orange"), "failed": ("X", "tab:red"),
@@ -977,9 +978,10 @@ def exploration_figures(res, directory) -> list[str]:
                 xs = [rows[k]["config"][i] for k in idx]
                 ys = [rows[k]["config"][j] for k in idx]
                 zs = [np.nan if z[k] is None else z[k] for k in idx]
+                # an unfilled marker ("x") has no edge: its colour is the face's (else matplotlib warns)
+                edges = {"edgecolors": edge if edge != "none" else "#333"} if MarkerStyle(marker).is_filled() else {}
                 scatter = ax.scatter(xs, ys, c=zs, cmap="coolwarm", vmin=-4, vmax=4, marker=marker, s=36,
-                                     edgecolors=edge if edge != "none" else "#333", linewidths=0.6,
-                                     plotnonfinite=True, label=verdict, zorder=2)
+                                     linewidths=0.6, plotnonfinite=True, label=verdict, zorder=2, **edges)
             ax.set_xlabel(f"${_PARAM_TEX[names[i]]}$" if names[i] in _PARAM_TEX else _text(names[i]))
             ax.set_ylabel(f"${_PARAM_TEX[names[j]]}$" if names[j] in _PARAM_TEX else _text(names[j]))
         handles, labels = axes[0][0].get_legend_handles_labels()

@@ -30,9 +30,8 @@ def test_first_call_runs_path_zero_under_the_lock_and_the_rest_outside(tmp_path)
     calls, guard = [], threading.Lock()
 
     def fn(start, stop, out):
-        held = _locked_elsewhere(lock)
-        with guard:
-            calls.append((start, stop, held))
+        with guard:                       # one probe at a time: two probes would see each other's flock
+            calls.append((start, stop, _locked_elsewhere(lock)))
         for p in range(start, stop):
             out[p] = p * p
 
