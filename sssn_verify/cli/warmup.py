@@ -4,7 +4,7 @@ Runs the smallest case of every engine kernel (simulate for each model, tangent 
 ladder, the width coupling, one exactly sampled layer) and of ``regime``, so that later commands
 start warm; everything lands in the caches (``SSSN_VERIFY_CACHE``, numba's cache) and is reused by
 every later process.  The numbers of those runs are discarded.  Measured (relu, 2 cores shared with
-other jobs): cold 223 s of CPU (the transformer's kernels alone about a minute), warm 6 s.
+other jobs): cold 66 s of CPU (223 s while the kernels used numba's prange), warm 6 s.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ EXAMPLES = [
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "warmup", help="compile every numba kernel ahead of time (about 4 CPU minutes once; seconds afterwards)",
+        "warmup", help="compile every numba kernel ahead of time (about a CPU minute once; seconds afterwards)",
         description="Compile the engine's numba kernels for one activation (each activation has its own "
                     "compiled module) and build the derived functions regime uses, so that the first "
                     "simulate, verify or check does not pay the compile.", epilog=epilog(EXAMPLES))
