@@ -75,8 +75,8 @@ def checkable() -> dict[str, str]:
 
 
 def evidence_descriptions() -> dict[str, str]:
-    """Claim (with its aliases) -> what its `check` evidence is: the CandidateCheck's ``description``,
-    else the docstring of its ``evidence`` function."""
+    """Claim (with its aliases) -> what its `check` evidence is: the CandidateCheck's ``description``
+    (LaTeX prose), else the docstring of its ``evidence`` function."""
     from .claims import CLAIMS
     out = {}
     for name, claim in CLAIMS.items():

@@ -531,7 +531,9 @@ def _range_html(k, v) -> str:
 
 def _value_html(v) -> str:
     """A budget or configuration value in HTML: :func:`_value_text`, with a mapping of parameter
-    ranges (a checker's domain) as mathematics."""
+    ranges (a checker's domain) as mathematics and a text (a check's evidence, LaTeX prose) as prose."""
+    if isinstance(v, str):
+        return prose_html(v)
     def declared(x):                   # names, or a (low, high) pair of numbers
         return isinstance(x, (list, tuple)) and x and (all(isinstance(y, str) for y in x) or len(x) == 2 and all(
             isinstance(y, (int, float)) and not isinstance(y, bool) for y in x))

@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 import sympy as sp
 
+from ..latex_doc import number_math
 from ..numeric import rng as _rng
 from ..numeric.attention import max_pair_ratios, operands, pair_rates, work
 from ..numeric.rates import c_att, c_att_general
@@ -187,12 +188,12 @@ CLIMB, DESIGN_CLIMB = 40, 20   # rounds of the hill climb from the best token se
 REFINE_BATCH = 64
 #: the steering is cheap (exact rates, no simulation): more examples than check's default 60
 SEARCH_EXAMPLES = 200
-EVIDENCE = (f"the exact attention rate |d(1 - rho_ij)/dt| / (1 - rho_ij) (numeric/attention.pair_rates), max over "
-            f"{CANDIDATE_SETS} random token sets (uniform, one pair 1e-3 apart, clustered) and a hill climb "
-            "from the best, at random Q_h, K_h and V_h = v_h(-cos(theta) I + sin(theta) G_h); the candidate "
-            "must be at least that rate (an upper bound, exact up "
-            f"to rounding {ROUNDING:g}); sharp if at beta = 0, V_h = -v_h I, two tokens 1 - rho = 5e-7 it is "
-            f"within {SHARP_TOL:g} of the rate")
+EVIDENCE = (r"the largest exact rate $\left|\frac{d}{dt}(1 - \rho_{ij})\right| / (1 - \rho_{ij})$ of the attention "
+            f"flow over {CANDIDATE_SETS} random token sets (uniform, one pair 0.001 apart, clustered) "
+            r"and a hill climb from the best, at random $Q_h$, $K_h$ and $V_h = v_h(-\cos\theta\, I + \sin\theta\, "
+            r"G_h)$; the candidate must be at least that rate (an upper bound, exact up to a relative rounding of "
+            f"${number_math(ROUNDING)}$); it is sharp if, at $\\beta = 0$ with $V_h = -v_h I$ and two tokens at "
+            f"$1 - \\rho = {number_math(SHARP_GAP)}$, it is within a relative ${number_math(SHARP_TOL)}$ of the rate")
 
 
 def point_matrices(point: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

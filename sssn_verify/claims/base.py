@@ -140,7 +140,8 @@ class CandidateCheck:
       claim's ``domain`` where it declares the axis, else ``check.FALLBACK_RANGES``);
     * ``aliases``: older names of the claim for ``check`` (e.g. ``lambda1`` for ``lyapunov``);
     * ``activation``: the one activation the closed form is about (e.g. ``relu``), else None;
-    * ``description``: what the evidence is, in words (``check --help`` prints it);
+    * ``description``: what the evidence is, LaTeX prose of ours (words; maths in ``$...$``; what is
+      computed, never a module or function name): ``check --help`` spells it in ASCII (``plain_text``);
     * ``design_evidence``: the evidence at the points of ``check``'s space-filling design, at a
       fixed, cheaper budget (a rejection there is confirmed by ``evidence``); default ``evidence``;
     * ``values(point)``: variables computed from a point besides its axes (default: k0, k1 of the kernel);

@@ -164,7 +164,9 @@ CANDIDATE = CandidateCheck(
     evidence=candidate_evidence, error_scale=lambda v, derived: 1e-6 + 1e-4 * abs(derived),
     admissible=lambda pt: math.isfinite(numeric_kernel(pt["activation"], pt["sigma_w"], pt["sigma_b"],
                                                        pt["sigma_a"]).k1),
-    aliases=("lambda_bar",))
+    aliases=("lambda_bar",),
+    description=r"$\sup_{\rho} \frac{L_2 f}{f}$ of the generator of one exact Gaussian layer (the dynamics, not the "
+                r"derivation); deterministic, with its stated numerical error")
 
 
 CLAIM = Claim(

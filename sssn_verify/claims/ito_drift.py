@@ -199,11 +199,12 @@ CANDIDATE_BUDGET = {"target": 0.006, "pilot": 32768, "min_paths": 65536, "max_pa
 # at the points of check's space-filling design: the same evidence at a fixed, smaller cost (at most
 # 400k paths; the achieved min_detectable is stated per point, a rejection is confirmed at CANDIDATE_BUDGET)
 DESIGN_BUDGET = {**CANDIDATE_BUDGET, "max_paths": 400_000}
-EVIDENCE = ("one exactly sampled noise-only layer of the Gaussian transformer from x = e1: mean of "
-            "(<x', x> - 1)/delta, Richardson over delta, 2 delta on shared normals (no time-step bias "
-            "allowance); paths sized (pilot run) so that an error of 0.6 % of min(max(|v|, k0/5), "
-            "max(k0, |v|/5)), v = gamma, is rejected with probability 0.9: a 1 % error and a 0.01 k0 error are "
-            "rejected wherever |v|/k0 lies in [1/5, 5], a 1 % error everywhere else")
+EVIDENCE = (r"one exactly sampled noise-only layer of the Gaussian transformer from $x = e_1$: the mean of "
+            r"$(\langle x', x\rangle - 1)/\delta$, Richardson-extrapolated over the steps $\delta$ and $2\,\delta$ on "
+            r"shared normals (no allowance for a time-step bias); the paths sized by a pilot run so that an error of "
+            r"0.6 % of $\min(\max(|\gamma|, k_0/5), \max(k_0, |\gamma|/5))$ is rejected with probability 0.9: "
+            r"errors of 1 % and of $0.01\,k_0$ are rejected wherever $|\gamma|/k_0$ lies in $[1/5, 5]$, an error of "
+            r"1 % everywhere else")
 
 
 def candidate_evidence(point: dict, seed: int, level: float, budget: dict = CANDIDATE_BUDGET) -> Evidence:

@@ -153,9 +153,9 @@ CANDIDATE = CandidateCheck(
     derived=lambda v: derived_formula().K(v["activation"], v["rho"], v["sigma_w"], v["sigma_b"], v["sigma_a"]),
     evidence=candidate_evidence, error_scale=lambda v, derived: 1e-7 + 1e-9 * abs(derived),
     domain={"rho": (-1.0, 1.0)},          # the whole overlap range, both ends included (check's search)
-    description="deterministic quadrature of sa^2 E[phi(U) phi(V)] (polar Gauss-Legendre panels split at the "
-                "kinks, no closed form used), judged within 10x its measured error bound (at least 1e-8): "
-                "relative errors of about 1e-8 and above are rejected surely")
+    description=r"deterministic quadrature of $\sigma_a^2\, E[\phi(U)\phi(V)]$ (Gauss-Legendre panels in polar "
+                r"coordinates, split at the kinks; no closed form used), judged within 10 times its measured error "
+                r"bound (at least $10^{-8}$): relative errors of about $10^{-8}$ and above are rejected surely")
 
 
 CLAIM = Claim(

@@ -108,9 +108,10 @@ def check(formula, budget: dict, seed: int, level: float):
 CANDIDATE_BUDGET = {"paths": 20_000, "paths_transformer": 0, "depth": 100, "width": 0, "horizon": 1.0,
                     "blocks": 50, "rel_tol": 0.003}
 DESIGN_BUDGET = {**CANDIDATE_BUDGET, "paths": 5_000}
-EVIDENCE = ("the Gaussian transformer's noise-only tangent flow (Benettin) at the point: pooled variance of "
-            "the block increments of log|V| per unit time, Richardson over depths L, 2L (independent runs), "
-            "z-test with the claim's 0.3 % allowance for the O(delta^2) remainder; 20k paths x 50 blocks")
+EVIDENCE = (r"the noise-only tangent flow of the Gaussian transformer at the point (Benettin's method): the pooled "
+            r"variance of the block increments of $\log|V|$ per unit time, Richardson-extrapolated over the depths "
+            r"$L$ and $2L$ (independent runs); a z-test with the claim's allowance of 0.3 % for the $O(\delta^2)$ "
+            f"remainder; {CANDIDATE_BUDGET['paths']} paths of {CANDIDATE_BUDGET['blocks']} blocks each")
 
 
 def candidate_evidence(point: dict, seed, level: float, budget: dict = CANDIDATE_BUDGET) -> Evidence:

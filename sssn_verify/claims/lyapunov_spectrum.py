@@ -161,9 +161,10 @@ def check(formula, budget: dict, seed: int, level: float):
 # checker's estimator); the candidate is judged at its index i by a z-test (statistical only)
 CANDIDATE_PATHS = 400_000
 DESIGN_PATHS = 100_000
-EVIDENCE = ("one exactly sampled noise-only layer of the Gaussian transformer, QR of d-1 tangent vectors, "
-            "(log R_ii - linear term)/h with Richardson over h, 2h on shared normals (no bias allowance), "
-            f"{CANDIDATE_PATHS} paths; the exponent of index i (1 <= i <= d-1) z-tested")
+EVIDENCE = (r"one exactly sampled noise-only layer of the Gaussian transformer with the QR decomposition of $d-1$ "
+            r"tangent vectors: per path $(\log R_{ii} - \text{linear term})/h$, Richardson-extrapolated over the "
+            r"steps $h$ and $2h$ on shared normals (no allowance for a bias), " f"{CANDIDATE_PATHS} paths; "
+            r"the exponent $\lambda_i$ of index $1 \le i \le d-1$ z-tested")
 
 
 def candidate_evidence(point: dict, seed, level: float, paths: int = CANDIDATE_PATHS) -> Evidence:

@@ -151,7 +151,10 @@ def candidate_evidence(point: dict, seed: int, level: float) -> Evidence:
 CANDIDATE = CandidateCheck(
     variables=("d", "sigma_w", "sigma_b", "sigma_a"), axes=("d", "sigma_w", "sigma_b", "sigma_a"),
     derived=lambda v: derived_formula().lambda1(v["d"], v["sigma_w"], v["sigma_b"], v["sigma_a"]),
-    evidence=candidate_evidence, error_scale=lambda v, derived: 1e-8 + 1e-6 * abs(derived), activation="relu")
+    evidence=candidate_evidence, error_scale=lambda v, derived: 1e-8 + 1e-6 * abs(derived), activation="relu",
+    description=r"$\lambda_1$ of ReLU from the dynamics: the drift of $\log|x - y|$ of one exact Gaussian layer as "
+                r"the distance tends to $0$ (second differences of the layer map, the kernel by quadrature), with its "
+                r"stated error")
 
 
 CLAIM = Claim(

@@ -134,11 +134,18 @@ MIN_RATE = 0.4
 #: no path is simulated beyond HORIZON a / (MIN_RATE (k0 + k1)) (= HORIZON x the largest mean of the domain)
 HORIZON = 30.0
 QUANTITIES = ("mean", "variance")
-EVIDENCE = ("two tokens eps0 apart in the noise-only Gaussian transformer, run until |x_1 - x_2| <= eps "
-            "(Brownian-bridge monitored); the sample {q} of the passage times at steps h and 2h, "
-            f"h = {STEP_NOISE} / (k0 + k1), Richardson 2 m(h) - m(2h) (independent runs, "
-            f"{CANDIDATE_PATHS[0]} + {CANDIDATE_PATHS[1]} paths), z-test; only where "
-            f"lambda_1 <= -{MIN_RATE} (k0 + k1)")
+
+
+def _evidence(quantity: str) -> str:
+    """What check's evidence for the sample `quantity` ("mean", "variance" or both) of the passage times is."""
+    return (r"two tokens $\varepsilon_0$ apart in the noise-only Gaussian transformer, run until $|x_1 - x_2| "
+            r"\le \varepsilon$ (monitored by Brownian bridges); the sample " f"{quantity} $m$ of the passage times "
+            f"at the steps $h$ and $2h$ with $h = {STEP_NOISE:g}/(k_0 + k_1)$, Richardson-extrapolated as "
+            f"$2m(h) - m(2h)$ (independent runs of {CANDIDATE_PATHS[0]} and {CANDIDATE_PATHS[1]} paths), a "
+            f"z-test; only where $\\lambda_1 \\le -{MIN_RATE:g}\\,(k_0 + k_1)$")
+
+
+EVIDENCE = _evidence("mean or variance") + " (`--quantity mean`, the default, or `--quantity variance`)"
 
 
 def _constants(point: dict) -> tuple[float, float, float]:
@@ -203,15 +210,13 @@ def _candidate(quantity: str) -> CandidateCheck:
         # the claim's domain, eps0 free over a decade inside its small-distance regime (eps0 <= 1e-4)
         domain={"eps0": (1e-5, 1e-4)},
         values=lambda pt: {"eps": float(pt["eps0"]) * math.exp(-float(pt["a"]))},
-        description=EVIDENCE.format(q=quantity) + f" (--quantity {quantity})",
+        description=_evidence(quantity) + f" (`--quantity {quantity}`)",
         design_evidence=partial(candidate_evidence, quantity=quantity, paths=DESIGN_PATHS),
         quantity=quantity)
 
 
 # `check synchronization_time --quantity mean|variance`: one candidate per quantity (default the mean)
-CANDIDATE = replace(_candidate("mean"), quantities={q: _candidate(q) for q in QUANTITIES},
-                    description=EVIDENCE.format(q="mean (--quantity mean, the default) or variance (--quantity "
-                                                  "variance)"))
+CANDIDATE = replace(_candidate("mean"), quantities={q: _candidate(q) for q in QUANTITIES}, description=EVIDENCE)
 
 
 CLAIM = Claim(

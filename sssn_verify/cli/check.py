@@ -80,7 +80,9 @@ def register(sub) -> None:
     def format_help() -> str:   # the evidence of each claim, from its CandidateCheck (loaded only for --help)
         import textwrap
         from ..check import evidence_descriptions
-        text = "\n".join(textwrap.fill(f"{name}: {what}", 100, initial_indent="  ", subsequent_indent="      ")
+        from ..symbolic.derivation import plain_text        # the descriptions are LaTeX prose: spelt in ASCII
+        text = "\n".join(textwrap.fill(f"{name}: {plain_text(what)}", 100, initial_indent="  ",
+                                       subsequent_indent="      ")
                          for name, what in evidence_descriptions().items())
         head, _, examples = plain().partition("\nexamples:\n")        # the examples stay last
         return (head + "\nevidence per claim (from its CandidateCheck):\n" + text + "\n\nexamples:\n"
