@@ -10,6 +10,7 @@
   of about 0.9 over seeds.
 """
 import math
+import re
 
 import numpy as np
 import pytest
@@ -192,9 +193,14 @@ def test_attention_bound_states_the_error_its_deterministic_checks_reject():
     from dataclasses import replace
     claim = CLAIMS["attention_bound"]
     res = claim.run("quick", 0)
-    bound = next(c for c in res.checks if c.name.startswith("|d(1-rho)/dt|"))
+    bound = next(c for c in res.checks if "the largest ratio to" in c.name)   # the pair bound (LaTeX prose)
     sharp = next(c for c in res.checks if c.name.startswith("sharpness"))
     assert res.passed and bound.min_detectable > 0 and sharp.min_detectable == pytest.approx(1e-5, rel=1e-4)
+    from sssn_verify.tex_mathml import prose_html, prose_spans
+    for c in res.checks:                      # the names and methods are LaTeX prose that tex_mathml reads
+        for text in (c.name, c.method):
+            words = " ".join(part for kind, part in prose_spans(text) if kind == "text")
+            assert "<code>" not in prose_html(text) and not re.search(r"_|\brho\b|\bbeta\b|/", words), text
     f = claim.formula()
 
     def passed(check, factor):

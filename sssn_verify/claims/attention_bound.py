@@ -141,10 +141,11 @@ def check(formula, budget: dict, seed: int, level: float):
             zero_cases.append({"H": H, "d": d, "N": N, "beta": beta, "C_att": Cz,
                                "max_dE_over_E": float(max(dE / E for E, dE in dEs))})
     bound = CheckResult(
-        name="|d(1-rho)/dt|_att <= C_att (1 - rho): max ratio / C_att over random Q, K, V and tokens",
+        name=r"$\left|\frac{d}{dt}(1-\rho)\right|_{\mathrm{att}} \le C_{\mathrm{att}}(1-\rho)$: the largest ratio to "
+             r"$C_{\mathrm{att}}$ over random $Q$, $K$, $V$ and tokens",
         passed=bool(worst <= 1 + ROUNDING), estimate=float(worst), stderr=0.0, ci=None, expected=1.0,
         level=level, n=n_bound, seed=seed, tolerance=ROUNDING, alternative="less",
-        method="exact attention derivative (numeric/attention.pair_rates), max over configurations",
+        method="exact derivative of the attention flow, the largest over the configurations",
         details={"worst": worst_at,
                  "power_note": "a formula for C_att too small by a relative 1 - max ratio or more is rejected "
                                "surely (only that direction: the sharpness check sees the other)"},
@@ -153,10 +154,11 @@ def check(formula, budget: dict, seed: int, level: float):
     s_min = min(s["ratio_over_C"] for s in sharp)
     s_max = max(s["ratio_over_C"] for s in sharp)
     sharpness = CheckResult(
-        name="sharpness at beta = 0, V_h = -v_h I, two tokens 1 - rho = 5e-7: ratio / C_att -> 1",
+        name=(r"sharpness at $\beta = 0$, $V_h = -v_h I$, two tokens at "
+              f"$1 - \\rho = {number_math(SHARP_GAP)}$: " r"the ratio to $C_{\mathrm{att}}$ tends to $1$"),
         passed=bool(s_min >= 1 - SHARP_TOL and s_max <= 1 + ROUNDING), estimate=float(s_min), stderr=0.0,
         ci=None, expected=1.0, level=level, n=len(sharp), seed=seed, tolerance=SHARP_TOL,
-        method="exact attention derivative; derived ratio (1 + rho)/2 of C_att",
+        method=r"exact derivative of the attention flow; the derived ratio to $C_{\mathrm{att}}$ is $(1 + \rho)/2$",
         details={"points": sharp, "power_note": "C_att off by a relative SHARP_TOL or more, either way, is rejected "
                                                 "surely: too large takes the ratio below 1 - SHARP_TOL, too small "
                                                 "above 1"},
@@ -165,8 +167,9 @@ def check(formula, budget: dict, seed: int, level: float):
         min_detectable=SHARP_TOL / (1.0 - SHARP_TOL), power=1.0)
     zero_ok = all(z["C_att"] == 0.0 and z["max_dE_over_E"] <= ROUNDING for z in zero_cases)
     energy = CheckResult(
-        name="dE_beta/dt|_att <= C_att E_beta (random Q, K, V; V_h = v_h I with generic Q, K) and C_att = 0 "
-             "with dE_beta/dt <= 0 for energy-lowering heads",
+        name=r"$\left(\frac{d}{dt} E_{\beta}\right)_{\mathrm{att}} \le C_{\mathrm{att}} E_\beta$ (random $Q$, $K$, "
+             r"$V$; $V_h = v_h I$ with generic $Q$, $K$), and $C_{\mathrm{att}} = 0$ with $\frac{d}{dt} E_\beta \le 0$ "
+             r"for energy-lowering heads",
         passed=bool(energy_ok and zero_ok), estimate=float(energy_worst), stderr=0.0, ci=None, expected=0.0,
         level=level, n=n_energy + len(zero_cases), seed=seed, tolerance=ROUNDING, alternative="less",
         method="exact energy derivative from the pair rates", details={"zero_cases": zero_cases})

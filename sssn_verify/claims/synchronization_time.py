@@ -87,21 +87,22 @@ def check(formula, budget: dict, seed: int, level: float):
         law = SyncTimeLaw(float(lam), float(s2), eps0, eps0 * math.exp(-a))
         fp = _passages(act, d, sw, sb, sa, eps0, a, T, float(budget["step"]), int(budget["paths"]),
                        as_key(seed, "config", i))
-        label = f"{act} d={d} sb={sb} a={a:g}"
+        label = f"{act} d={d} sb={sb} a={a:g}"                     # the figure's tick
+        name = f"`{act}`, $d={d}$, $\\sigma_b={sb}$, $a={a:g}$"        # the sub-tests' (LaTeX prose)
         D, p = censored_ks(fp, law)
-        parts.append(CheckResult(name=f"{label}: censored KS", passed=bool(p >= 1 - level), estimate=D,
-                                 stderr=None, ci=None, expected=0.0, level=level, n=fp.n_paths, seed=seed,
-                                 pvalue=p, statistic=D, method="Kolmogorov-Smirnov, censored at T (conservative)",
+        parts.append(CheckResult(name=f"{name}: censored Kolmogorov-Smirnov distance", passed=bool(p >= 1 - level),
+                                 estimate=D, stderr=None, ci=None, expected=0.0, level=level, n=fp.n_paths, seed=seed,
+                                 pvalue=p, statistic=D, method="Kolmogorov-Smirnov, censored at $T$ (conservative)",
                                  details={"horizon": T, "step": fp.step}))
         x = np.minimum(fp.times, T)
         if lam < 0:
             m_pred, sd_pred = censored_moments(law, T)
             m, m_se = _moment(x, "mean")
             sd, sd_se = _sd_stderr(x)
-            parts.append(agreement_test(f"{label}: mean of min(tau, T)", m, m_se, m_pred, level=level,
+            parts.append(agreement_test(f"{name}: mean of $\\min(\\tau, T)$", m, m_se, m_pred, level=level,
                                         n=x.size, seed=seed, rel_tol=budget["rel_tol_mean"]))
-            parts.append(agreement_test(f"{label}: sd of min(tau, T)", sd, sd_se, sd_pred, level=level,
-                                        n=x.size, seed=seed, rel_tol=budget["rel_tol_sd"]))
+            parts.append(agreement_test(f"{name}: standard deviation of $\\min(\\tau, T)$", sd, sd_se, sd_pred,
+                                        level=level, n=x.size, seed=seed, rel_tol=budget["rel_tol_sd"]))
             labels.append(label)
             est.append(m)
             se.append(m_se)
@@ -110,11 +111,11 @@ def check(formula, budget: dict, seed: int, level: float):
             frac = float(fp.reached.mean())
             pred = float(law.cdf(T))
             fse = math.sqrt(max(pred * (1 - pred), 1e-12) / fp.n_paths)
-            parts.append(agreement_test(f"{label}: P(tau <= T)", frac, fse, pred, level=level, n=fp.n_paths,
+            parts.append(agreement_test(f"{name}: $P(\\tau \\le T)$", frac, fse, pred, level=level, n=fp.n_paths,
                                         seed=seed, abs_tol=budget["abs_tol_reach"],
                                         details={"p_reach": law.p_reach}))
     return [combine("synchronization time: two-token first passages vs the derived law", parts, level,
-                    method=f"KS and z-tests, Bonferroni over {len(parts)}",
+                    method=f"Kolmogorov-Smirnov and z-tests, Bonferroni over {len(parts)}",
                     details={"figure": estimates_figure(labels, est, se, exp, r"$E\,\min(\tau, T)$")})]
 
 
