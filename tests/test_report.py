@@ -274,9 +274,18 @@ class _Visible:
 
 
 #: ASCII mathematics a reader must not see as words (outside MathML): powers, Python operators and
-#: calls, angle brackets used as an inner product, spelt comparisons
+#: calls, angle brackets used as an inner product, spelt comparisons, subscripts spelt with "_" (rho_ij,
+#: lambda_1, V_h), calls such as min(max(, absolute values |v|, function names of a module
+#: (attention.pair_rates; not a file such as docs/report.schema.json)
 ASCII_MATHS = {"caret": r"\^", "Python power": r"\*\*", "sqrt call": r"\bsqrt\(", "inner product <w,x>": r"<\s*\w+\s*,\s*\w+\s*>",
-               "comparison <= or >=": r"<=|>=", "TeX source": r"\\[A-Za-z]+|\$"}
+               "comparison <= or >=": r"<=|>=", "TeX source": r"\\[A-Za-z]+|\$",
+               "subscript spelt with _": r"\b(?:[A-Za-z]|rho|lambda|sigma|gamma|delta|theta|beta|eps|tau|phi|mu)_\w",
+               "function call": r"\b(?:min|max|log|exp|abs|cos|sin|tanh)\(",
+               "absolute value |x|": r"\|[^|\s][^|]{0,40}\|",
+               "module.function name": r"\b[a-z]+\.[a-z]+_[a-z_]+\b"}
+#: Greek letters and constants spelt as words (rho, lambda_1, k0): in a text that is ours alone (an evidence
+#: description), never in a table whose entries are parameter names
+SPELT_MATHS = r"\b(?:rho|lambda|sigma|gamma|delta|theta|beta|eps\w*|varepsilon|tau|phi|k0|k1|cos|sin)\b"
 
 
 def ascii_maths(text: str) -> list[tuple[str, str]]:
@@ -354,6 +363,40 @@ def test_claim_titles_and_statements_are_latex_prose_that_renders_as_mathml():
     shown = prose_html("$<script>$ and <b>")
     assert "<script" not in shown and "<b>" not in shown and "&lt;b&gt;" in shown
     assert "<msub><mi>λ</mi><mn>1</mn></msub>" in tex_mathml("\\lambda_1")
+
+
+def test_checker_configurations_and_evidence_texts_hold_no_ascii_maths():
+    """Every claim's checker configuration as report.html shows it (its evidence text among the entries)
+    holds no ASCII mathematics in its words; every check evidence text (``check --help``) is LaTeX prose:
+    each $...$ span read by tex_mathml, no Greek letter or module name spelt in the words, and its
+    terminal form ASCII."""
+    from sssn_verify.report import claim_configuration, kv_table_html
+    from sssn_verify.symbolic.derivation import plain_text
+    from sssn_verify.tex_mathml import prose_html, prose_spans
+    for name in CLAIMS:
+        seen = _Visible(kv_table_html(claim_configuration(name), "Checker configuration"))
+        assert ascii_maths(seen.prose) == [], (name, ascii_maths(seen.prose)[:5])
+    texts = {}
+    for name, c in CLAIMS.items():
+        for q, cc in {None: c.candidate, **((c.candidate and c.candidate.quantities) or {})}.items():
+            if cc is not None and cc.description:
+                texts[(name, q)] = cc.description
+    assert {"kernel", "attention_bound", "synchronization_time"} <= {n for n, _ in texts}
+    for key, text in texts.items():
+        assert prose_html(text).count("<code>") == text.count("`") // 2, key        # every formula read
+        words = " ".join(part for kind, part in prose_spans(text) if kind == "text")
+        assert ascii_maths(words) == [] and not re.search(SPELT_MATHS, words), (key, words)
+        assert "\\" not in plain_text(text) and "$" not in plain_text(text), key
+
+
+def test_the_old_ascii_evidence_texts_would_have_been_caught():
+    """The scan is not blind to what it replaced: the evidence texts as they were before LaTeX prose."""
+    old = ["an error of 0.6 % of min(max(|v|, k0/5), max(k0, |v|/5)), v = lambda_1, is rejected",
+           "the exact attention rate |d(1 - rho_ij)/dt| / (1 - rho_ij) (numeric/attention.pair_rates), max",
+           "pooled variance of the block increments of log|V| per unit time",
+           "(log R_ii - linear term)/h with Richardson over h, 2h"]
+    for text in old:
+        assert ascii_maths(_Visible(f"<td>{text}</td>").prose), text
 
 
 def test_markdown_budget_is_a_table(real_page):
