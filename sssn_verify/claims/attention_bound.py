@@ -141,7 +141,7 @@ def check(formula, budget: dict, seed: int, level: float):
             zero_cases.append({"H": H, "d": d, "N": N, "beta": beta, "C_att": Cz,
                                "max_dE_over_E": float(max(dE / E for E, dE in dEs))})
     bound = CheckResult(
-        name=r"$\left|\frac{d}{dt}(1-\rho)\right|_{\mathrm{att}} \le C_{\mathrm{att}}(1-\rho)$: the largest ratio to "
+        name=r"$\left|\frac{d}{dt}(1-\rho)\right|_{\mathrm{att}} \leq C_{\mathrm{att}}(1-\rho)$: the largest ratio to "
              r"$C_{\mathrm{att}}$ over random $Q$, $K$, $V$ and tokens",
         passed=bool(worst <= 1 + ROUNDING), estimate=float(worst), stderr=0.0, ci=None, expected=1.0,
         level=level, n=n_bound, seed=seed, tolerance=ROUNDING, alternative="less",
@@ -167,9 +167,9 @@ def check(formula, budget: dict, seed: int, level: float):
         min_detectable=SHARP_TOL / (1.0 - SHARP_TOL), power=1.0)
     zero_ok = all(z["C_att"] == 0.0 and z["max_dE_over_E"] <= ROUNDING for z in zero_cases)
     energy = CheckResult(
-        name=r"$\left(\frac{d}{dt} E_{\beta}\right)_{\mathrm{att}} \le C_{\mathrm{att}} E_\beta$ (random $Q$, $K$, "
-             r"$V$; $V_h = v_h I$ with generic $Q$, $K$), and $C_{\mathrm{att}} = 0$ with $\frac{d}{dt} E_\beta \le 0$ "
-             r"for energy-lowering heads",
+        name=r"$\left(\frac{d}{dt} E_{\beta}\right)_{\mathrm{att}} \leq C_{\mathrm{att}} E_\beta$ (random $Q$, $K$, "
+             r"$V$; $V_h = v_h I$ with generic $Q$, $K$), and $C_{\mathrm{att}} = 0$ with "
+             r"$\frac{d}{dt} E_\beta \leq 0$ for energy-lowering heads",
         passed=bool(energy_ok and zero_ok), estimate=float(energy_worst), stderr=0.0, ci=None, expected=0.0,
         level=level, n=n_energy + len(zero_cases), seed=seed, tolerance=ROUNDING, alternative="less",
         method="exact energy derivative from the pair rates", details={"zero_cases": zero_cases})

@@ -280,10 +280,10 @@ def pdf_string(text: str) -> str:
     return _pdf_string("".join(out))
 
 
-_PLAIN_WORDS = {"langle": "<", "rangle": ">", "top": "T", "le": "<=", "ge": ">=", "to": "->", "mapsto": "->",
-                "infty": "oo", "dots": "...", "cdot": "*", "iff": "<=>", "sim": "~", "wedge": "^", "in": "in",
-                "nabla": "grad ", "partial": "d", "times": "x", "left": "", "right": "", "bigl": "", "bigr": "",
-                "quad": " ", "varepsilon": "eps", "varphi": "phi"}
+_PLAIN_WORDS = {"langle": "<", "rangle": ">", "top": "T", "le": "<=", "ge": ">=", "leq": "<=", "geq": ">=",
+                "to": "->", "mapsto": "->", "infty": "oo", "dots": "...", "cdot": "*", "iff": "<=>", "sim": "~",
+                "wedge": "^", "in": "in", "nabla": "grad ", "partial": "d", "times": "x", "left": "", "right": "",
+                "bigl": "", "bigr": "", "quad": " ", "varepsilon": "eps", "varphi": "phi"}
 
 
 def _group(x: str) -> str:
