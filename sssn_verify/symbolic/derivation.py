@@ -500,7 +500,8 @@ def _mml(e) -> str:
     if isinstance(e, sp.Piecewise):
         rows = []
         for expr, cond in e.args:
-            when = "<mtext>otherwise</mtext>" if cond == sp.true else f"<mtext>if </mtext>{_mml(cond)}"
+            when = ("<mtext>otherwise</mtext>" if cond == sp.true    # an mtext's own edge spaces are dropped
+                    else f'<mtext>if</mtext><mspace width="0.6em"></mspace>{_mml(cond)}')
             rows.append(f"<mtr><mtd>{_mml(expr)}</mtd><mtd>{when}</mtd></mtr>")
         return f'<mrow><mo>{{</mo><mtable columnalign="left">{"".join(rows)}</mtable></mrow>'
     if e is sp.true or e is sp.false:
@@ -508,7 +509,7 @@ def _mml(e) -> str:
     if isinstance(e, sp.MatMul):            # c(x) = gamma x: the scalar factor, then the vector
         scalar = sp.Mul(*[a for a in e.args if not getattr(a, "is_Matrix", False)])
         vectors = [a for a in e.args if getattr(a, "is_Matrix", False)]
-        return _mml(display_form(scalar)) + "".join(_mml(v) for v in vectors)
+        return (_mml(display_form(scalar)) if scalar != 1 else "") + "".join(_mml(v) for v in vectors)
     from ..tex_mathml import mathml_body
     verbatim = {}
     reps = {}
