@@ -439,9 +439,11 @@ def _tables(r):
         if not isinstance(t, dict) or "text" not in t:
             continue
         sf = t.get("surface") or {}
-        fit = (f" Fitted {sf['form']}: a = {_fmt(sf['a'])} +- {_fmt(sf['a_stderr'], 2)}, "
-               f"b = {_fmt(sf['b'])} +- {_fmt(sf['b_stderr'], 2)}, chi^2/dof {_fmt(sf['chi2_per_dof'], 3)}, "
-               f"relative RMS residual {_fmt(sf['relative_rms_residual'], 2)}." if sf else "")
+        from .latex_doc import number_math as n
+        fit = (f" Fitted {sf['form']}: $a = {n(sf['a'])} \\pm {n(sf['a_stderr'])}$, "
+               f"$b = {n(sf['b'])} \\pm {n(sf['b_stderr'])}$, $\\chi^2/\\mathrm{{dof}} = {n(sf['chi2_per_dof'])}$, "
+               f"relative RMS residual ${n(sf['relative_rms_residual'])}$." if sf else "")
+        # LaTeX prose (the caption: MathML in report.html, $...$ in report.md)
         yield (f"Error table ({t.get('reference', '')}; entry {t.get('entry', '')}).{fit}", t["text"])
 
 
@@ -650,7 +652,7 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
                      f"<td>{_verdict_html(chk.passed)}</td><td>{_e(power_cell(chk.min_detectable))}</td></tr>")
         h.append("</table>")
         for caption, text in _tables(r):
-            h += [f"<p>{_e(caption)}</p>", f"<pre>{_e(text)}</pre>"]
+            h += [f"<p>{prose_html(caption)}</p>", f"<pre>{_e(text)}</pre>"]
         for f in figs.get(r.name, []):
             h += ["<figure>", _img(images.get(f["png"]), _plain(f["title"])),
                   f"<figcaption>{prose_html(f['title'])} (also as {_e(f['pdf'])})</figcaption></figure>"]

@@ -256,4 +256,5 @@ def test_the_report_shows_a_checks_error_table_and_its_surface():
                         "quick", 0, 0.01, 1.0, 1)
     md, html = markdown(suite), html_report(suite)
     assert "| 8 | 0.3 | 0.1 |" in md and "a = 0.29" in md and "b = 3.8" in md
-    assert "<pre>| L \\ m | 16 | inf |" in html and "relative RMS residual 0.07" in html
+    assert "<pre>| L \\ m | 16 | inf |" in html and "relative RMS residual <math" in html
+    assert "<mn>0.29</mn><mo>±</mo>" in html and "chi" not in html.split("Fitted", 1)[1][:2000]   # MathML, no ASCII

@@ -75,13 +75,13 @@ def error_table(p: ModelParams, table: dict, seed: int) -> dict:
     header = "| L \\ m | " + " | ".join(str(m) for m in widths) + " | inf |"
     lines = [header, "|" + " --- |" * (len(widths) + 2)]
     for L, row, srow in zip(depths, e, se):
-        lines.append(f"| {L} | " + " | ".join(f"{v:.4g} +- {s:.2g}" for v, s in zip(row, srow)) + " |")
-    return {"reference": f"SDE, {n_fine} Euler steps (refinement ladder), T = {p.horizon}",
+        lines.append(f"| {L} | " + " | ".join(f"{v:.4g} ± {s:.2g}" for v, s in zip(row, srow)) + " |")
+    return {"reference": f"the SDE, {n_fine} Euler steps (refinement ladder), $T = {p.horizon:g}$",
             "depths": depths, "widths": [*widths, "inf"], "paths": P,
             "depth_error": dep.mean(axis=0).tolist(), "width_error": width_err,
             "error": e.tolist(), "stderr": se.tolist(),
-            "entry": "dep(L) + w(L, m), each under its own coupling (glued: at most twice this)",
-            "surface": {"form": "a log L / L + b / m", "a": float(coef[0]), "b": float(coef[1]),
+            "entry": r"$\mathrm{dep}(L) + w(L, m)$, each under its own coupling (glued: at most twice this)",
+            "surface": {"form": r"$a \log L / L + b / m$", "a": float(coef[0]), "b": float(coef[1]),
                         "a_stderr": float(math.sqrt(cov[0, 0])), "b_stderr": float(math.sqrt(cov[1, 1])),
                         "chi2_per_dof": chi2 / dof,
                         "relative_rms_residual": float(np.sqrt(np.mean(((e - fitted) / e) ** 2)))},
