@@ -541,6 +541,25 @@ def _value_html(v) -> str:
             isinstance(y, (int, float)) and not isinstance(y, bool) for y in x))
     if isinstance(v, dict) and v and all(declared(x) for x in v.values()):
         return "; ".join(_range_html(k, x) for k, x in v.items())
+    return _inner_html(v)
+
+
+def _inner_html(v) -> str:
+    """:func:`_value_text` in HTML, with numbers in exponent form (1e-09) as mathematics (1 x 10^-9) and
+    known parameters of a mapping as their symbols (sigma_w = 1); other strings as words."""
+    from .latex_doc import number_math
+    number = isinstance(v, (int, float)) and not isinstance(v, bool)
+    if number:
+        text = _fmt(v, 6)
+        return tex_mathml(number_math(v)) if ("e" in text or "inf" in text) else _e(text)
+    if isinstance(v, dict):
+        return "; ".join(tex_mathml(f"{_PARAM_TEX[k]} = {number_math(x)}")
+                         if k in _PARAM_TEX and isinstance(x, (int, float)) and not isinstance(x, bool)
+                         else f"{_e(_words(k))} {_inner_html(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        if v and all(isinstance(x, (list, tuple)) for x in v):
+            return "; ".join("(" + ", ".join(_inner_html(y) for y in x) + ")" for x in v)
+        return ", ".join(_inner_html(x) for x in v)
     return _e(_value_text(v))
 
 
@@ -699,7 +718,7 @@ def plot_prose(text: str, width: int | None = None) -> str:
 
 _PARAM_TEX = {"rho": r"\rho", "beta": r"\beta", "sb": r"\sigma_b", "sw": r"\sigma_w", "sa": r"\sigma_a",
               "sigma_b": r"\sigma_b", "sigma_w": r"\sigma_w", "sigma_a": r"\sigma_a",
-              "d": "d", "N": "N", "L": "L", "m": "m", "T": "T", "t": "t"}
+              "d": "d", "N": "N", "L": "L", "m": "m", "T": "T", "t": "t", "n_tokens": "N", "horizon": "T"}
 
 
 def tick_label(text: str) -> str:
