@@ -148,13 +148,14 @@ def _rqf(part: str):
             "lambda_bar_proj": lambda: gf.rqf_projective()[3], "lambda_proj": lambda: gf.rqf_projective()[4],
             "log_sin_rate": gf.rqf_log_sin_rate, "one_point_linear": lambda: m1, "one_point_quadratic": lambda: m2,
             "atanh_drift": lambda: gf.rqf_atanh_coefficients()[0],
-            "atanh_diffusion": lambda: gf.rqf_atanh_coefficients()[1]}[part]()
+            "atanh_diffusion": lambda: gf.rqf_atanh_coefficients()[1],
+            "log_distance_variance": lambda: gf.rqf_log_distance()[1]}[part]()
     args = (S.d, S.rho, y, gf.sigma_q) if part.startswith(("one_point", "atanh")) else (gf.sigma_q,)
     return args, expr
 
 
 RQF_PARTS = ("a1", "lambda1", "lambda_bar_proj", "lambda_proj", "log_sin_rate", "one_point_linear",
-             "one_point_quadratic", "atanh_drift", "atanh_diffusion")
+             "one_point_quadratic", "atanh_drift", "atanh_diffusion", "log_distance_variance")
 
 #: derivation name -> builder (param) -> (argument symbols, sympy expression) or None
 EXPRESSIONS: dict[str, Callable] = {

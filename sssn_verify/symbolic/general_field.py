@@ -219,6 +219,24 @@ def rqf_atanh_coefficients() -> tuple[sp.Expr, sp.Expr]:
     return drift_y, diffusion
 
 
+@lru_cache(maxsize=None)
+def rqf_log_distance() -> tuple[sp.Expr, sp.Expr]:
+    """rqf: small-distance limits (u = 1 - rho -> 0) of the Ito drift and squared diffusion of
+    log|x_1 - x_2| = (1/2) log(2u) (as ``spectrum.log_distance_coefficients``); the drift must equal
+    ``rqf_lambda1``, the squared diffusion is sigma^2 of the log-distance Brownian motion."""
+    b, a = rqf_two_point()
+    drift, diffusion = ito_moments(sp.log(2 * (1 - rho)) / 2, [rho], {}, sp.Matrix([b]), sp.Matrix([[a]]))
+    out = []
+    for e in (drift, diffusion):
+        lim = sp.limit(sp.expand(sp.simplify(e.subs(rho, 1 - u))), u, 0, "+")
+        if lim.has(sp.oo, -sp.oo, sp.nan, sp.zoo, u):
+            raise DerivationError(f"rqf log-distance small-distance limit failed: {lim}")
+        out.append(sp.factor(lim))
+    if sp.simplify(out[0] - rqf_lambda1()) != 0:
+        raise DerivationError(f"rqf: the log-distance drift {out[0]} differs from lambda_1 {rqf_lambda1()}")
+    return out[0], out[1]
+
+
 def _gaussian_quadratic_mean(expr: sp.Expr, entries: list) -> sp.Expr:
     """E[expr] for a polynomial of degree <= 2 in independent standard normals `entries`."""
     poly = sp.Poly(sp.expand(expr), *entries)
@@ -291,6 +309,11 @@ def general_field() -> Derivation:
     L1 = sp.Symbol("lambda_1")
     dv.add("rqf top Lyapunov exponent from the small-distance limit "
            "$\\tfrac12 \\lim_{u \\to 0} (\\mathrm{drift}_u / u - a/(2u^2))$", sp.Eq(L1, l1))
+    ld, lv = rqf_log_distance()
+    S2 = sp.Symbol("sigma^2")
+    dv.add("Small-distance limits of the drift and squared diffusion of $\\log|x_1 - x_2| = \\tfrac12 \\log(2u)$ "
+           "(the drift equals $\\lambda_1$): $\\log|x_1 - x_2|$ is a Brownian motion with drift $\\lambda_1$ and "
+           "variance $\\sigma^2$ per unit time, as for the MLP fields", sp.Tuple(ld, sp.Eq(S2, lv)))
     B, A, ratio, sup, lam = rqf_projective()
     dv.add("The field is odd ($Q(-x) = -Qx$): the law of $r = \\rho^2$, drift and squared diffusion", sp.Tuple(B, A))
     dv.add("$L f / f$ for $f = 1 - r$; its derivative is $\\ge 0$ on $[0, 1)$, so its supremum is the limit $\\rho \\to 1$", ratio)
@@ -307,7 +330,7 @@ def general_field() -> Derivation:
     dv.lhs = (r"\text{rqf:}\ \lambda_1 =", r"\bar\lambda_{\mathrm{proj}} =", r"\lambda_{\mathrm{proj}} =")
     dv.extras.update(drift=sp.sstr(b), diffusion=sp.sstr(a), rqf_tensor=sp.sstr(sp.Tuple(*T.values())),
                      rqf_drift=sp.sstr(rb), rqf_diffusion=sp.sstr(ra), rqf_lambda1=sp.sstr(l1),
-                     rqf_lambda_bar_proj=sp.sstr(sup), rqf_lambda_proj=sp.sstr(lam),
+                     rqf_lambda_bar_proj=sp.sstr(sup), rqf_log_distance_variance=sp.sstr(lv), rqf_lambda_proj=sp.sstr(lam),
                      rqf_one_point_rate=sp.sstr(T[a_1] / 2), rqf_log_sin_rate=sp.sstr(ls),
                      rqf_atanh=(sp.sstr(yd), sp.sstr(ya)), one_point=(sp.sstr(ob), sp.sstr(oa)))
     return dv
@@ -315,5 +338,5 @@ def general_field() -> Derivation:
 
 __all__ = ["general_field", "general_two_point_coefficients", "special_case_residual", "rqf_tensor",
            "one_point_coefficients", "rqf_one_point", "stratonovich_drift", "rqf_log_sin_rate", "rqf_atanh_coefficients",
-           "rqf_two_point", "rqf_lambda1", "rqf_projective", "rqf_covariance_explicit", "sigma_q",
+           "rqf_two_point", "rqf_lambda1", "rqf_log_distance", "rqf_projective", "rqf_covariance_explicit", "sigma_q",
            "a_r", "b_r", "c_r", "e_r", "f_r", "a_1", "s_1"]

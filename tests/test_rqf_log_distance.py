@@ -1,0 +1,36 @@
+"""sigma^2 of the rqf field's log-distance (symbolic.general_field.rqf_log_distance) against an independent
+numpy evaluation: the radial part of the linearised layer noise, d/de P_x Q x along a unit v orthogonal to x,
+is v^T Q v - x^T Q x; its variance per unit time is sigma^2 (Q = S (B + B^T)/2, B standard Gaussian)."""
+import numpy as np
+import pytest
+
+from sssn_verify.bridge import function
+from sssn_verify.numeric.rng import Key
+
+
+@pytest.mark.parametrize("d, S", [(2, 1.0), (3, 0.7), (5, 1.3), (8, 0.4)])
+def test_log_distance_variance_is_that_of_the_linearised_radial_noise(d, S):
+    rng = Key(0).child("test", "rqf-log-distance", d).generator()
+    n = 200_000
+    B = rng.standard_normal((n, d, d))
+    Q = S * (B + np.swapaxes(B, 1, 2)) / 2
+    x = rng.standard_normal((n, d))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    v = rng.standard_normal((n, d))
+    v -= np.sum(v * x, axis=1, keepdims=True) * x
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    # the radial component of (P_x Q v - (x^T Q v + v^T Q x) x - (x^T Q x) v) along v
+    r = np.einsum("ni,nij,nj->n", v, Q, v) - np.einsum("ni,nij,nj->n", x, Q, x)
+    est = float(np.var(r, ddof=1))
+    se = np.sqrt((float(np.mean((r - r.mean()) ** 4)) - est ** 2) / n)      # sd of a sample variance
+    want = function("general_field.rqf_log_distance_variance", "math")(S)
+    assert abs(est - want) < 4.5 * se, (est, se, want)
+    # and the test has the power to see a 5 % error in sigma^2 (or the MLP-like value S^2)
+    assert abs(est - 1.05 * want) > 4.5 * se and abs(est - S ** 2) > 4.5 * se
+
+
+def test_the_drift_of_the_log_distance_is_lambda_1_and_both_are_free_of_d():
+    from sssn_verify.symbolic.general_field import rqf_lambda1, rqf_log_distance, sigma_q
+    drift, var = rqf_log_distance()
+    assert drift == rqf_lambda1()
+    assert var.free_symbols == {sigma_q} and drift.free_symbols == {sigma_q}
