@@ -138,7 +138,8 @@ def _depth():
 
 
 def _rqf(part: str):
-    """The rqf results of symbolic.general_field in (d, rho, y, sigma_q) (only the symbols each one uses)."""
+    """The rqf results of symbolic.general_field in (d, rho, y, sigma_q), the spectrum in (i, sigma_q) (only the
+    symbols each one uses)."""
     import sympy as sp
     gf = _sym("general_field")
     S = _S()
@@ -149,13 +150,16 @@ def _rqf(part: str):
             "log_sin_rate": gf.rqf_log_sin_rate, "one_point_linear": lambda: m1, "one_point_quadratic": lambda: m2,
             "atanh_drift": lambda: gf.rqf_atanh_coefficients()[0],
             "atanh_diffusion": lambda: gf.rqf_atanh_coefficients()[1],
-            "log_distance_variance": lambda: gf.rqf_log_distance()[1]}[part]()
-    args = (S.d, S.rho, y, gf.sigma_q) if part.startswith(("one_point", "atanh")) else (gf.sigma_q,)
+            "log_distance_variance": lambda: gf.rqf_log_distance()[1],
+            "spectrum": lambda: gf.rqf_spectrum()[1]}[part]()
+    args = ((S.d, S.rho, y, gf.sigma_q) if part.startswith(("one_point", "atanh"))
+            else (sp.Symbol("i", positive=True, integer=True), gf.sigma_q) if part == "spectrum" else (gf.sigma_q,))
     return args, expr
 
 
 RQF_PARTS = ("a1", "lambda1", "lambda_bar_proj", "lambda_proj", "log_sin_rate", "one_point_linear",
-             "one_point_quadratic", "atanh_drift", "atanh_diffusion", "log_distance_variance")
+             "one_point_quadratic", "atanh_drift", "atanh_diffusion", "log_distance_variance",
+             "spectrum")
 
 #: derivation name -> builder (param) -> (argument symbols, sympy expression) or None
 EXPRESSIONS: dict[str, Callable] = {

@@ -237,6 +237,44 @@ def rqf_log_distance() -> tuple[sp.Expr, sp.Expr]:
     return out[0], out[1]
 
 
+#: the rqf spectrum is fitted on explicit dimensions 2..RQF_SPECTRUM_DIM (every k < d) and verified there
+RQF_SPECTRUM_DIM = 5
+
+
+def rqf_tangent_loadings(n: int, k: int) -> tuple[sp.Matrix, list[sp.Matrix], sp.Matrix]:
+    """(mu, [L_m], V0) of k orthonormal tangent vectors V_j = e_{j+1} at x = e_1 under the rqf flow
+    dX = gamma X dt + P_X dQ X: the derivative of P_x Q x along V is linear in the d^2 independent entries
+    B_ab of Q = S (B + B^T)/2, one loading per entry; the drift is gamma V (gamma at a(1))."""
+    xs = sp.Matrix(sp.symbols(f"x1:{n + 1}", real=True))
+    x = sp.Matrix([1] + [0] * (n - 1))
+    V0 = sp.Matrix.hstack(*[sp.Matrix([1 if i == j + 1 else 0 for i in range(n)]) for j in range(k)])
+    mu = projection_drift_gamma(n).subs(k0, rqf_tensor()[a_1]) * V0
+    loads = []
+    for a in range(n):
+        for b in range(n):
+            E = sp.zeros(n, n)
+            E[a, b] += 1
+            E[b, a] += 1
+            Q = sigma_q * E / 2
+            field = Q * xs - (xs.T * Q * xs)[0] * xs
+            loads.append(field.jacobian(xs).subs(dict(zip(xs, x))) * V0)
+    return mu, loads, V0
+
+
+@lru_cache(maxsize=None)
+def rqf_spectrum() -> tuple[sp.Expr, sp.Expr]:
+    """(S(d, k) = lambda_1 + ... + lambda_k, lambda_i) of the rqf flow: the Ito drift of log|V^1 ^ ... ^ V^k| in
+    d = 2..RQF_SPECTRUM_DIM, fitted as k A(d) + k(k-1)/2 B(d) and verified at every (d, k) (as ``spectrum``)."""
+    from .spectrum import fit_volume_growth, i_idx, k_idx, volume_moments
+    vals = {(n, kk): volume_moments(*rqf_tangent_loadings(n, kk))[0]
+            for n in range(2, RQF_SPECTRUM_DIM + 1) for kk in range(1, n)}
+    S = sp.factor(fit_volume_growth(vals))
+    lam = sp.factor(sp.expand(S.subs(k_idx, i_idx) - S.subs(k_idx, i_idx - 1)))
+    if sp.simplify(lam.subs(i_idx, 1) - rqf_lambda1()) != 0:
+        raise DerivationError(f"rqf: the top exponent of the spectrum {lam} is not lambda_1 {rqf_lambda1()}")
+    return S, lam
+
+
 def _gaussian_quadratic_mean(expr: sp.Expr, entries: list) -> sp.Expr:
     """E[expr] for a polynomial of degree <= 2 in independent standard normals `entries`."""
     poly = sp.Poly(sp.expand(expr), *entries)
@@ -314,6 +352,12 @@ def general_field() -> Derivation:
     dv.add("Small-distance limits of the drift and squared diffusion of $\\log|x_1 - x_2| = \\tfrac12 \\log(2u)$ "
            "(the drift equals $\\lambda_1$): $\\log|x_1 - x_2|$ is a Brownian motion with drift $\\lambda_1$ and "
            "variance $\\sigma^2$ per unit time, as for the MLP fields", sp.Tuple(ld, sp.Eq(S2, lv)))
+    Sk, lam_i = rqf_spectrum()
+    dv.add("rqf tangent flow: the Itô drift of $\\log|V^1 \\wedge \\dots \\wedge V^k|$ (one noise loading per entry "
+           "$B_{ab}$, the drift $\\gamma V$) in $d = 2, \\dots, %d$, fitted as $k A + \\binom{k}{2} B$ and verified at "
+           "every $k < d$: the sum of the top $k$ exponents, and the exponents $\\lambda_i = S(i) - S(i-1)$ (free "
+           "of $d$; $\\lambda_1$ as above)" % RQF_SPECTRUM_DIM,
+           sp.Tuple(sp.Eq(sp.Symbol("S_k"), Sk), sp.Eq(sp.Symbol("lambda_i"), lam_i)))
     B, A, ratio, sup, lam = rqf_projective()
     dv.add("The field is odd ($Q(-x) = -Qx$): the law of $r = \\rho^2$, drift and squared diffusion", sp.Tuple(B, A))
     dv.add("$L f / f$ for $f = 1 - r$; its derivative is $\\ge 0$ on $[0, 1)$, so its supremum is the limit $\\rho \\to 1$", ratio)
@@ -330,7 +374,7 @@ def general_field() -> Derivation:
     dv.lhs = (r"\text{rqf:}\ \lambda_1 =", r"\bar\lambda_{\mathrm{proj}} =", r"\lambda_{\mathrm{proj}} =")
     dv.extras.update(drift=sp.sstr(b), diffusion=sp.sstr(a), rqf_tensor=sp.sstr(sp.Tuple(*T.values())),
                      rqf_drift=sp.sstr(rb), rqf_diffusion=sp.sstr(ra), rqf_lambda1=sp.sstr(l1),
-                     rqf_lambda_bar_proj=sp.sstr(sup), rqf_log_distance_variance=sp.sstr(lv), rqf_lambda_proj=sp.sstr(lam),
+                     rqf_lambda_bar_proj=sp.sstr(sup), rqf_log_distance_variance=sp.sstr(lv), rqf_spectrum=sp.sstr(lam_i), rqf_lambda_proj=sp.sstr(lam),
                      rqf_one_point_rate=sp.sstr(T[a_1] / 2), rqf_log_sin_rate=sp.sstr(ls),
                      rqf_atanh=(sp.sstr(yd), sp.sstr(ya)), one_point=(sp.sstr(ob), sp.sstr(oa)))
     return dv
@@ -338,5 +382,6 @@ def general_field() -> Derivation:
 
 __all__ = ["general_field", "general_two_point_coefficients", "special_case_residual", "rqf_tensor",
            "one_point_coefficients", "rqf_one_point", "stratonovich_drift", "rqf_log_sin_rate", "rqf_atanh_coefficients",
-           "rqf_two_point", "rqf_lambda1", "rqf_log_distance", "rqf_projective", "rqf_covariance_explicit", "sigma_q",
+           "rqf_two_point", "rqf_lambda1", "rqf_log_distance", "rqf_spectrum",
+           "rqf_tangent_loadings", "rqf_projective", "rqf_covariance_explicit", "sigma_q",
            "a_r", "b_r", "c_r", "e_r", "f_r", "a_1", "s_1"]

@@ -111,7 +111,12 @@ def _log_volume(V: sp.Matrix) -> sp.Expr:
 @lru_cache(maxsize=None)
 def log_volume_moments(n: int, k: int) -> tuple[sp.Expr, sp.Expr]:
     """(Itô drift, squared diffusion) of log|V^1 ^ ... ^ V^k| in dimension n."""
-    mu, loads, V0 = _noise_loadings(n, k)
+    return volume_moments(*_noise_loadings(n, k))
+
+
+def volume_moments(mu: sp.Matrix, loads: list[sp.Matrix], V0: sp.Matrix) -> tuple[sp.Expr, sp.Expr]:
+    """(Itô drift, squared diffusion) of log|V^1 ^ ... ^ V^k| at V0 for the tangent dynamics dV = mu dt +
+    sum_m L_m dB_m (any field: the loadings say which)."""
     drift = _directional(_log_volume, V0, mu, 1)
     diff2 = 0
     for Lm in loads:
@@ -125,9 +130,16 @@ def log_volume_moments(n: int, k: int) -> tuple[sp.Expr, sp.Expr]:
 @lru_cache(maxsize=None)
 def volume_growth() -> sp.Expr:
     """S(d, k) = lambda_1 + ... + lambda_k, fitted as k A(d) + k(k-1)/2 B(d), verified."""
-    vals = {(n, kk): log_volume_moments(n, kk)[0] for n in range(2, MAX_DIM + 1) for kk in range(1, n)}
-    A = affine_in_d({n: vals[(n, 1)] for n in range(2, MAX_DIM + 1)}, "one-vector growth")
-    B = affine_in_d({n: vals[(n, 2)] - 2 * A.subs(d, n) for n in range(3, MAX_DIM + 1)},
+    return fit_volume_growth({(n, kk): log_volume_moments(n, kk)[0] for n in range(2, MAX_DIM + 1)
+                              for kk in range(1, n)})
+
+
+def fit_volume_growth(vals: dict) -> sp.Expr:
+    """S(d, k) = k A(d) + k(k-1)/2 B(d) fitted to explicit drifts {(n, k): drift of log k-volume} and verified at
+    every one of them (DerivationError otherwise)."""
+    top = max(n for n, _ in vals)
+    A = affine_in_d({n: vals[(n, 1)] for n in range(2, top + 1)}, "one-vector growth")
+    B = affine_in_d({n: vals[(n, 2)] - 2 * A.subs(d, n) for n in range(3, top + 1)},
                     "pair term of the 2-volume growth")
     S = sp.expand(k_idx * A + k_idx * (k_idx - 1) / 2 * B)
     for (n, kk), v in vals.items():

@@ -1,6 +1,8 @@
-"""sigma^2 of the rqf field's log-distance (symbolic.general_field.rqf_log_distance) against an independent
-numpy evaluation: the radial part of the linearised layer noise, d/de P_x Q x along a unit v orthogonal to x,
-is v^T Q v - x^T Q x; its variance per unit time is sigma^2 (Q = S (B + B^T)/2, B standard Gaussian)."""
+"""The rqf field's log-distance variance and Lyapunov spectrum (symbolic.general_field) against independent numbers.
+
+sigma^2 against numpy: the radial part of the linearised layer noise, d/de P_x Q x along a unit v orthogonal to x,
+is v^T Q v - x^T Q x; its variance per unit time is sigma^2 (Q = S (B + B^T)/2, B standard Gaussian).  The spectrum
+against the rqf layer's tangent flow with QR (the claim's check (c)), which rejects a 5 % error."""
 import numpy as np
 import pytest
 
@@ -34,3 +36,17 @@ def test_the_drift_of_the_log_distance_is_lambda_1_and_both_are_free_of_d():
     drift, var = rqf_log_distance()
     assert drift == rqf_lambda1()
     assert var.free_symbols == {sigma_q} and drift.free_symbols == {sigma_q}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_spectrum_check_accepts_the_derived_spectrum_and_rejects_a_five_percent_error(seed):
+    from sssn_verify.claims.rqf import _spectrum, derived_formula
+    right = derived_formula()
+    wrong = right.__class__(*[getattr(right, f) for f in ("one_point_linear", "one_point_quadratic", "log_sin_rate",
+                                                          "lambda1", "y_drift", "y_diffusion")],
+                            spectrum=lambda d, i, S: 1.05 * right.spectrum(d, i, S))
+    key = Key(seed).child("test", "rqf-spectrum")
+    good = _spectrum(right, 4, 1.0, {"paths": 60_000}, key, 0.999, "t")
+    bad = _spectrum(wrong, 4, 1.0, {"paths": 60_000}, key, 0.999, "t")
+    assert [c.expected for c in good] == pytest.approx([-1.0, -2.0, -3.0])
+    assert all(c.passed for c in good) and not all(c.passed for c in bad)
