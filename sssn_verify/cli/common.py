@@ -81,15 +81,22 @@ def add_model_options(p: argparse.ArgumentParser, *, d_default: int = MODEL_DEFA
     p.add_argument("--beta", type=float, default=MODEL_DEFAULTS["beta"], help="attention inverse temperature")
 
 
-def add_field_options(p: argparse.ArgumentParser, *, choose: bool = True) -> None:
+def add_field_options(p: argparse.ArgumentParser, *, choose: bool = True, axis: bool = False,
+                      sigma_q_help: str = "") -> None:
     """--field mlp|rqf (unless `choose` is False: the sub-command's model names the field) and --sigma-q S
-    (ModelParams.field, sigma_q; the MLP options must keep their defaults with --field rqf, as ModelParams says)."""
+    (ModelParams.field, sigma_q; the MLP options must keep their defaults with --field rqf, as ModelParams says).
+    `axis`: --sigma-q is a text axis of ``scan``'s grammar (a number, a comma list, START:STOP:NUM), parsed by
+    ``scan.parse_axis``; `sigma_q_help` is added to its help (what the sub-command does with it)."""
     from ..params import FIELD_CHOICES
     if choose:
         p.add_argument("--field", choices=FIELD_CHOICES, default=MODEL_DEFAULTS["field"],
-                       help="the noise: mlp (the random MLP block) or rqf (F(y) = Q y, Q = sigma_q (B + B^T)/2)")
-    p.add_argument("--sigma-q", type=float, default=MODEL_DEFAULTS["sigma_q"],
-                   help="rqf: the scale of the random symmetric matrix Q")
+                       help="the noise: mlp (the random MLP block) or rqf (F(y) = Q y, Q = sigma_q (B + B^T)/2; "
+                            "the MLP options then keep their defaults)")
+    text = "rqf: the scale of the random symmetric matrix Q" + (f"; {sigma_q_help}" if sigma_q_help else "")
+    if axis:
+        p.add_argument("--sigma-q", default=f"{MODEL_DEFAULTS['sigma_q']:g}", help=text + " (an axis)")
+    else:
+        p.add_argument("--sigma-q", type=float, default=MODEL_DEFAULTS["sigma_q"], help=text)
 
 
 def params_from_args(args: argparse.Namespace, **overrides) -> ModelParams:
@@ -109,16 +116,22 @@ def print_json(obj) -> None:
 
 
 def print_frame(frame, fmt: str) -> None:
-    """A DataFrame on stdout: csv (header row, 17 significant digits: the numbers read back exactly), json
-    (one object per row; inf as "inf", nan and undetermined as null) or text (an aligned table)."""
+    """A DataFrame on stdout: csv (header row, 17 significant digits: the numbers read back exactly; an
+    undefined number or undetermined verdict is an empty field), json (one object per row; inf as "inf",
+    nan and undetermined as null) or text (an aligned table: a nan number is "undefined", a verdict <NA>
+    "undetermined", as regime's text says them)."""
     if fmt == "csv":
         frame.to_csv(sys.stdout, index=False, float_format="%.17g")
     elif fmt == "json":
         print_json([{k: _json_value(v) for k, v in row.items()} for row in frame.to_dict(orient="records")])
     else:
         import pandas as pd
+        shown = frame.copy()
+        for c in shown.columns:
+            if isinstance(shown[c].dtype, pd.BooleanDtype) and shown[c].isna().any():
+                shown[c] = shown[c].astype(object).where(shown[c].notna(), "undetermined")
         with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
-            print(frame.to_string(index=False))
+            print(shown.to_string(index=False, na_rep="undefined"))
 
 
 def _json_value(v):
