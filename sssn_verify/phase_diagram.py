@@ -22,9 +22,12 @@ from .escape import plot_text
 from .limits import MAX_D, MAX_GRID, check_at_most
 from .params import MODEL_DEFAULTS, ModelParams, check_int, check_real, takes_model
 
-AXES = ("d", "sigma_w", "sigma_b", "sigma_a", "beta")
+AXES = ("d", "sigma_w", "sigma_b", "sigma_a", "beta", "sigma_q")
+#: the axes of each field: the rqf rates (symbolic.general_field) involve sigma_q only (d is kept as an axis:
+#: they are free of it, which the diagram shows); beta enters only lambda_bar(beta), which rqf does not have
+FIELD_AXES = {"mlp": ("d", "sigma_w", "sigma_b", "sigma_a", "beta"), "rqf": ("d", "sigma_q")}
 DEFAULT_RANGE = {"d": (2, 16), "sigma_w": (0.1, 2.0), "sigma_b": (0.0, 2.0), "sigma_a": (0.1, 2.0),
-                 "beta": (0.0, 5.0)}
+                 "beta": (0.0, 5.0), "sigma_q": (0.1, 2.0)}
 DEFAULT_BASE = {k: MODEL_DEFAULTS[k] for k in AXES}        # ModelParams' defaults
 DEFAULT_RESOLUTION = 25
 
@@ -33,7 +36,12 @@ MARKER_COLORS = ("#cc0000", "#3d85c6", "#bf9000", "#38761d")   # the same hues, 
 REGION_LABELS = ("lambda_1 >= 0, lambda_bar >= 0", "lambda_1 < 0 only", "lambda_bar < 0 only",
                  "lambda_1 < 0 and lambda_bar < 0")
 BOTH_NEGATIVE = 3
-VALUES = ("signs", "lambda1", "lambda_bar")        # what phase_diagram_figure draws
+#: what phase_diagram_figure draws: the sign regions, or a colour map of one rate (the projective ones are
+#: defined for odd fields only: blank cells elsewhere)
+VALUES = ("signs", "lambda1", "lambda_bar", "lambda_proj", "lambda_bar_proj")
+#: the two rates of the sign regions, per field: rqf has no lambda_bar(beta) (not derived for its tensor), so
+#: its regions are those of lambda_1 and of the projective energy rate lambda_bar_proj
+SIGN_RATES = {"mlp": ("lambda1", "lambda_bar"), "rqf": ("lambda1", "lambda_bar_proj")}
 
 
 def axis_values(name: str, range=None, resolution: int = DEFAULT_RESOLUTION) -> np.ndarray:
@@ -57,20 +65,33 @@ def axis_values(name: str, range=None, resolution: int = DEFAULT_RESOLUTION) -> 
     return np.linspace(lo, hi, resolution)
 
 
-def phase_grid(activation, x: str, y: str, xs, ys, base: dict, hidden=()):
-    """(lambda_1, lambda_bar) arrays of shape (len(ys), len(xs)); `base` fixes the other parameters,
-    `hidden` (ModelParams.hidden) the deep block's hidden layers after the first at every point."""
-    frame = phase_frame(activation, x, y, xs, ys, base, hidden)
+def phase_grid(activation, x: str, y: str, xs, ys, base: dict, hidden=(), *, field: str = "mlp",
+               columns: tuple[str, ...] | None = None):
+    """Arrays of shape (len(ys), len(xs)) of `columns` (default: the field's :data:`SIGN_RATES`, (lambda_1,
+    lambda_bar) for the MLP field); `base` fixes the other parameters, `hidden` (ModelParams.hidden) the deep
+    block's hidden layers after the first at every point."""
+    frame = phase_frame(activation, x, y, xs, ys, base, hidden, field=field)
     shape = (len(ys), len(xs))
-    return (frame["lambda1"].to_numpy().reshape(shape), frame["lambda_bar"].to_numpy().reshape(shape))
+    return tuple(frame[c].to_numpy(dtype=float, na_value=np.nan).reshape(shape)
+                 for c in (columns or SIGN_RATES[field]))
 
 
-def phase_frame(activation, x: str, y: str, xs, ys, base: dict, hidden=()):
+def phase_frame(activation, x: str, y: str, xs, ys, base: dict, hidden=(), *, field: str = "mlp"):
     """The grid as ``sv.scan``'s DataFrame (attention off), one row per point, x varying fastest
     (rows in the order of ``numpy.meshgrid(xs, ys)`` flattened); the axes sigma_w, sigma_b are the
-    first layer's, `hidden` the same at every point."""
-    from .scan import AXES as SCAN_AXES, scan
-    kwargs = {k: v for k, v in dict(DEFAULT_BASE, **base).items() if k not in (x, y)}
+    first layer's, `hidden` the same at every point.  `field` "rqf": the rqf scan over d and sigma_q
+    (``scan(field="rqf")``; `activation` and `hidden` must then be the defaults)."""
+    from .scan import AXES as SCAN_AXES, RQF_AXES, scan
+    check_axes(x, y, field)
+    if field == "rqf":
+        kwargs = {k: v for k, v in dict(DEFAULT_BASE, **base).items() if k in RQF_AXES and k not in (x, y)}
+        kwargs.update({x: np.asarray(xs), y: np.asarray(ys), "attention_scale": 0.0, "field": "rqf"})
+        frame = scan(**kwargs)
+        if RQF_AXES.index(x) < RQF_AXES.index(y):
+            order = np.arange(len(frame)).reshape(len(xs), len(ys)).T.ravel()
+            frame = frame.iloc[order].reset_index(drop=True)
+        return frame
+    kwargs = {k: v for k, v in dict(DEFAULT_BASE, **base).items() if k not in (x, y) and k != "sigma_q"}
     kwargs.update({x: np.asarray(xs), y: np.asarray(ys), "activation": activation, "attention_scale": 0.0,
                    "hidden": hidden})
     frame = scan(**kwargs)
@@ -80,25 +101,42 @@ def phase_frame(activation, x: str, y: str, xs, ys, base: dict, hidden=()):
     return frame
 
 
-def sign_regions(activation, x: str, y: str, xs, ys, base: dict, hidden=()) -> np.ndarray:
-    """Region code per grid point: 1{lambda_1 < 0} + 2 * 1{lambda_bar < 0} (3 = both negative).
+def check_axes(x: str, y: str, field: str = "mlp") -> None:
+    """ParameterError unless x and y are two different axes of `field` (:data:`FIELD_AXES`)."""
+    from .params import check_field
+    field = check_field(field)
+    for name, axis in (("x", x), ("y", y)):
+        if axis not in AXES:
+            raise ParameterError(name, axis, f"one of {', '.join(AXES)}")
+        if axis not in FIELD_AXES[field]:
+            why = ("describes the MLP block and does not enter field='rqf'" if field == "rqf" and axis != "beta"
+                   else "enters only lambda_bar(beta), which the rqf field does not have" if field == "rqf"
+                   else "enters only the rqf field (--field rqf)")
+            raise ParameterError(name, axis, f"{why}: the axes of field {field} are {', '.join(FIELD_AXES[field])}")
+    if x == y:
+        raise ParameterError("y", y, "must differ from x")
 
-    Cached on (activation, axes, grids, the non-axis entries of `base`), so moving the point
+
+def sign_regions(activation, x: str, y: str, xs, ys, base: dict, hidden=(), *, field: str = "mlp") -> np.ndarray:
+    """Region code per grid point: 1{lambda_1 < 0} + 2 * 1{lambda_bar < 0} (3 = both negative); for the rqf
+    field lambda_bar_proj in place of lambda_bar (:data:`SIGN_RATES`).
+
+    Cached on (activation, axes, grids, the non-axis entries of `base`, field), so moving the point
     that is not an axis does not recompute the grid; the returned array is read-only.
     """
     from .activations import get_activation
     from .params import check_hidden, hidden_spec
     fixed = tuple(sorted((k, float(v)) for k, v in base.items() if k not in (x, y)))
     return _sign_regions_cached(get_activation(activation).name, x, y, tuple(float(v) for v in xs),
-                                tuple(float(v) for v in ys), fixed, hidden_spec(check_hidden(hidden)))
+                                tuple(float(v) for v in ys), fixed, hidden_spec(check_hidden(hidden)), field)
 
 
 @lru_cache(maxsize=32)
-def _sign_regions_cached(name, x, y, xs, ys, fixed, hidden_text=""):
+def _sign_regions_cached(name, x, y, xs, ys, fixed, hidden_text="", field="mlp"):
     from .params import check_hidden
     base = dict(fixed, **{x: xs[0], y: ys[0]})
     hidden = check_hidden(tuple(h for h in hidden_text.split("; ") if h))
-    lam1, lbar = phase_grid(name, x, y, np.array(xs), np.array(ys), base, hidden)
+    lam1, lbar = phase_grid(name, x, y, np.array(xs), np.array(ys), base, hidden, field=field)
     code = (lam1 < 0).astype(int) + 2 * (lbar < 0).astype(int)
     code.setflags(write=False)
     return code
@@ -134,7 +172,10 @@ def _relu_boundary(ax, x, y, xs, ys, base):
 def phase_diagram_figure(params: ModelParams, x: str = "d", y: str = "sigma_b", xs=None, ys=None, point=None,
                          ax=None, empirical: "EmpiricalPhase | None" = None, values: str = "signs"):
     """Sign regions of lambda_1 and lambda_bar(beta) over (x, y) as a matplotlib Figure, or with
-    `values` = "lambda1" or "lambda_bar" a colour map of that rate (diverging at 0) with its zero contour.
+    `values` = "lambda1", "lambda_bar", "lambda_proj" or "lambda_bar_proj" a colour map of that rate
+    (diverging at 0) with its zero contour (the projective rates: blank where the field is not odd).
+    ``field="rqf"`` (with ``sigma_q``): the random quadratic form over the axes d and sigma_q, sign
+    regions of lambda_1 and lambda_bar_proj (rqf has no lambda_bar).
 
     The model is a ModelParams or its fields as keywords (as :func:`sssn_verify.regime`): its
     activation, and its d, beta and sigmas where they are not axes.  `xs`, `ys` default to
@@ -147,12 +188,21 @@ def phase_diagram_figure(params: ModelParams, x: str = "d", y: str = "sigma_b", 
     from matplotlib.patches import Patch
 
     act = params.activation
+    field = params.field
     if values not in VALUES:
         raise ParameterError("values", values, f"one of {', '.join(VALUES)}")
-    base = _checked_base(x, y, {k: getattr(params, k) for k in AXES})
+    if field == "rqf" and values == "lambda_bar":
+        raise ParameterError("values", values, "is not derived for the rqf field (its covariance is not K(rho) I): "
+                             "lambda1, lambda_proj or lambda_bar_proj")
+    base = _checked_base(x, y, {k: getattr(params, k) for k in AXES}, field)
     xs = axis_values(x) if xs is None else np.asarray(xs)
     ys = axis_values(y) if ys is None else np.asarray(ys)
-    code = sign_regions(act, x, y, xs, ys, base, params.hidden)
+    code = sign_regions(act, x, y, xs, ys, base, params.hidden, field=field)
+    grid = None if values == "signs" else phase_grid(act, x, y, xs, ys, base, params.hidden, field=field,
+                                                     columns=(values,))[0]
+    if grid is not None and np.all(np.isnan(grid)):
+        raise ParameterError("values", values, "is undefined at every point of the grid: the field is not odd "
+                             "(phi odd and sigma_b = 0 are needed; sigma_b = 0 in every hidden layer)")
 
     if ax is None:
         import matplotlib.pyplot as plt
@@ -162,11 +212,15 @@ def phase_diagram_figure(params: ModelParams, x: str = "d", y: str = "sigma_b", 
         fig, own = ax.figure, False
     if values == "signs":
         ax.pcolormesh(xs, ys, code, cmap=ListedColormap(REGION_COLORS), vmin=-0.5, vmax=3.5, shading="nearest")
-        handles = [Patch(color=c, label=lab) for c, lab in zip(REGION_COLORS, REGION_LABELS)]
+        labels = REGION_LABELS if field == "mlp" else tuple(t.replace("lambda_bar", "lambda_bar_proj")
+                                                            for t in REGION_LABELS)
+        handles = [Patch(color=c, label=lab) for c, lab in zip(REGION_COLORS, labels)]
     else:
-        grid = phase_grid(act, x, y, xs, ys, base, params.hidden)[VALUES.index(values) - 1]
         handles = _draw_values(ax, values, xs, ys, grid)
-    if act.name == "relu" and "sigma_b" in (x, y) and not params.hidden:   # the one-layer ReLU boundary
+        if np.any(np.isnan(grid)):
+            from matplotlib.patches import Patch as _Patch
+            handles.append(_Patch(facecolor="white", edgecolor="0.6", label=f"{values} undefined (not an odd field)"))
+    if field == "mlp" and act.name == "relu" and "sigma_b" in (x, y) and not params.hidden:   # the ReLU boundary
         line = _relu_boundary(ax, x, y, xs, ys, base)
         if line is not None:
             handles.append(line)
@@ -180,12 +234,13 @@ def phase_diagram_figure(params: ModelParams, x: str = "d", y: str = "sigma_b", 
         handles.append(pt)
     ax.set_xlabel(x)
     ax.set_ylabel(y)
-    fixed = ", ".join(f"{k}={v:g}" for k, v in base.items() if k not in (x, y))
+    fixed = ", ".join(f"{k}={v:g}" for k, v in base.items() if k not in (x, y) and k in FIELD_AXES[field])
     if params.hidden:
         from .params import hidden_spec
         fixed += f"; hidden {hidden_spec(params.hidden)}"
-    what = "sign regions of lambda_1 and lambda_bar" if values == "signs" else values
-    ax.set_title(plot_text(f"{act.name}: {what} ({fixed})"), fontsize=9)
+    what = (f"sign regions of lambda_1 and {SIGN_RATES[field][1]}" if values == "signs" else values)
+    name = act.name if field == "mlp" else "rqf, F(y) = Q y, Q = sigma_q (B + B^T)/2"
+    ax.set_title(plot_text(f"{name}: {what} ({fixed})"), fontsize=9)
     if empirical is None:
         ax.legend(handles=handles, loc="upper left", fontsize=7, framealpha=0.9)
     else:
@@ -346,7 +401,7 @@ def confirm_grid(activation, x: str, y: str, xs, ys, base: dict | None = None, *
     from .params import check_hidden
     act = get_activation(activation)
     hidden = check_hidden(hidden)
-    base = _checked_base(x, y, base)
+    base = _checked_base(x, y, base)          # the MLP field's Monte Carlo
     b = dict(CONFIRM_BUDGET, **(budget or {}))
     unknown = set(b) - set(CONFIRM_BUDGET)
     if unknown:
@@ -381,12 +436,8 @@ def confirm_grid(activation, x: str, y: str, xs, ys, base: dict | None = None, *
                           grid(lambda v: v["derived"]["edge"]), info, [o.timing() for o in outs])
 
 
-def _checked_base(x: str, y: str, base: dict | None) -> dict:
-    for name, axis in (("x", x), ("y", y)):
-        if axis not in AXES:
-            raise ParameterError(name, axis, f"one of {', '.join(AXES)}")
-    if x == y:
-        raise ParameterError("y", y, "must differ from x")
+def _checked_base(x: str, y: str, base: dict | None, field: str = "mlp") -> dict:
+    check_axes(x, y, field)
     base = dict(DEFAULT_BASE, **(base or {}))
     unknown = set(base) - set(AXES)
     if unknown:
@@ -394,6 +445,10 @@ def _checked_base(x: str, y: str, base: dict | None) -> dict:
     base["d"] = check_int("d", base["d"], 2)
     for k in ("beta", "sigma_w", "sigma_b", "sigma_a"):
         base[k] = check_real(k, base[k], 0.0)
+    base["sigma_q"] = check_real("sigma_q", base["sigma_q"], 0.0, strict=True)
+    if field == "mlp":
+        if base.pop("sigma_q") != DEFAULT_BASE["sigma_q"]:
+            raise ParameterError("sigma_q", base, "enters only the rqf field (field='rqf')")
     return base
 
 
@@ -422,6 +477,6 @@ def _overlay_empirical(ax, emp: EmpiricalPhase):
                    label=f"decided sign contradicts the derived one ({int(wrong.sum())} cells)")]
 
 
-__all__ = ["AXES", "DEFAULT_RANGE", "DEFAULT_BASE", "REGION_COLORS", "REGION_LABELS", "BOTH_NEGATIVE",
+__all__ = ["AXES", "FIELD_AXES", "SIGN_RATES", "check_axes", "DEFAULT_RANGE", "DEFAULT_BASE", "REGION_COLORS", "REGION_LABELS", "BOTH_NEGATIVE",
            "axis_values", "phase_grid", "phase_frame", "VALUES", "sign_regions", "phase_diagram_figure", "confirm_cell", "confirm_grid",
            "EmpiricalPhase", "CONFIRM_BUDGET", "CONFIRM_LEVEL"]

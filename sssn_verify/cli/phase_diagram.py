@@ -20,14 +20,15 @@ from ..errors import ParameterError
 from ..params import MODEL_DEFAULTS, check_int, check_real
 from ..executor import add_cli_options
 from ..outputs import output_path, write_atomic
-from ..phase_diagram import (AXES, BOTH_NEGATIVE, CONFIRM_BUDGET, CONFIRM_LEVEL, VALUES, axis_values, confirm_grid,
-                             phase_diagram_figure, phase_frame, sign_regions)
-from .common import add_format_options, add_kernel_options, epilog, hidden_from_args, print_frame, print_json
+from ..phase_diagram import (AXES, BOTH_NEGATIVE, CONFIRM_BUDGET, CONFIRM_LEVEL, VALUES, axis_values, check_axes,
+                             confirm_grid, phase_diagram_figure, phase_frame, sign_regions)
+from .common import (add_field_options, add_format_options, add_kernel_options, epilog, hidden_from_args,
+                     params_from_args, print_frame, print_json)
 
 EXAMPLES = [
     "sssn-verify phase-diagram --activation relu --x d --y sigma_b --values lambda_bar --out relu.png",
     "sssn-verify phase-diagram --activation tanh --x sigma_w --y sigma_b --d 6 --resolution 9 --out tanh.svg",
-    "sssn-verify phase-diagram --activation relu --x d --y sigma_b --resolution 7 --format csv > grid.csv",
+    "sssn-verify phase-diagram --field rqf --x d --y sigma_q --values lambda_proj --resolution 7 --format csv",
 ]
 
 
@@ -35,15 +36,21 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("phase-diagram", help="lambda_1 and lambda_bar over two parameters (PNG/PDF/SVG, "
                                                     "CSV/JSON grid)",
                               description="Sign regions of lambda_1 and lambda_bar(beta) over two parameters, or a "
-                                          "colour map of one of them with its zero contour (--values), drawn with "
-                                          "matplotlib (the derived ReLU boundary when sigma_b is an axis); "
-                                          "--format csv|json prints the grid (sv.scan's columns).",
+                                          "colour map of one rate with its zero contour (--values; the projective "
+                                          "rates lambda_proj, lambda_bar_proj are blank where the field is not "
+                                          "odd), drawn with matplotlib (the derived ReLU boundary when sigma_b is "
+                                          "an axis); --format csv|json prints the grid (sv.scan's columns). "
+                                          "--field rqf: the random quadratic form over the axes d and sigma_q, "
+                                          "sign regions of lambda_1 and lambda_bar_proj (rqf has no lambda_bar).",
                               epilog=epilog(EXAMPLES))
     add_kernel_options(p)
     p.add_argument("--d", type=int, default=MODEL_DEFAULTS["d"], help="dimension when d is not an axis")
-    p.add_argument("--beta", type=float, default=MODEL_DEFAULTS["beta"], help="beta of lambda_bar when not an axis")
+    p.add_argument("--beta", type=float, default=MODEL_DEFAULTS["beta"],
+                   help="beta of lambda_bar when not an axis (the MLP field only)")
+    add_field_options(p, sigma_q_help="its value when sigma_q is not an axis")
     p.add_argument("--x", choices=AXES, default="d", help="horizontal axis")
-    p.add_argument("--y", choices=AXES, default="sigma_b", help="vertical axis")
+    p.add_argument("--y", choices=AXES, default=None,
+                   help="vertical axis (default: sigma_b; sigma_q with --field rqf)")
     p.add_argument("--x-range", type=float, nargs=2, metavar=("LO", "HI"), help="range of the x axis")
     p.add_argument("--y-range", type=float, nargs=2, metavar=("LO", "HI"), help="range of the y axis")
     p.add_argument("--resolution", type=int, default=25, help="grid points per continuous axis")
@@ -80,12 +87,26 @@ def run(args) -> int:
 
     act = get_activation(args.activation)
     hidden = hidden_from_args(args)
-    if args.x == args.y:
-        raise ParameterError("y", args.y, "must differ from --x")
+    field = args.field
+    if args.y is None:
+        args.y = "sigma_q" if field == "rqf" else "sigma_b"
+    check_axes(args.x, args.y, field)
     res = check_int("resolution", args.resolution, 2)
     base = dict(d=check_int("d", args.d, 2), beta=check_real("beta", args.beta, 0.0),
                 sigma_w=check_real("sigma_w", args.sigma_w, 0.0), sigma_b=check_real("sigma_b", args.sigma_b, 0.0),
                 sigma_a=check_real("sigma_a", args.sigma_a, 0.0))
+    params = params_from_args(args)            # the field's rule: the other field's options keep their defaults
+    if field == "rqf":
+        if base["beta"] != MODEL_DEFAULTS["beta"]:
+            raise ParameterError("beta", base["beta"], "enters only lambda_bar(beta), which the rqf field does "
+                                 "not have: leave it at its default")
+        if args.values == "lambda_bar":
+            raise ParameterError("values", args.values, "is not derived for the rqf field (its covariance is not "
+                                 "K(rho) I): lambda1, lambda_proj, lambda_bar_proj or signs")
+        if args.confirm:
+            raise ParameterError("confirm", True, "simulates the MLP field's Gaussian transformer: not for --field "
+                                 "rqf (verify --claim rqf checks its rates by Monte Carlo)")
+        base["sigma_q"] = params.sigma_q
     xs = axis_values(args.x, args.x_range, res)
     ys = axis_values(args.y, args.y_range, res)
     fmt = "json" if args.json else args.format
@@ -94,7 +115,7 @@ def run(args) -> int:
     if args.out is None and (fmt == "text" or args.confirm):
         raise ParameterError("out", None, "give --out FILE (.png, .pdf, .svg), or --format csv|json for the grid")
     if args.out is None:
-        print_frame(phase_frame(act, args.x, args.y, xs, ys, base, hidden), fmt)
+        print_frame(phase_frame(act, args.x, args.y, xs, ys, base, hidden, field=field), fmt)
         return 0
     out, note = output_path(args.out, extensions=(".png", ".pdf", ".svg"), default_ext=".png", what="--out")
     _headless_backend()
@@ -106,12 +127,12 @@ def run(args) -> int:
         with from_cli(args) as ex:
             emp = confirm_grid(act, args.x, args.y, xs, ys, base, budget=budget, seed=args.seed,
                                level=args.level, executor=ex, progress=not args.no_progress, hidden=hidden)
-    fig = phase_diagram_figure(activation=act, x=args.x, y=args.y, xs=xs, ys=ys, empirical=emp, values=args.values,
-                               hidden=hidden, **base)
+    fig = phase_diagram_figure(params, x=args.x, y=args.y, xs=xs, ys=ys, empirical=emp, values=args.values,
+                               **{k: v for k, v in base.items() if k != "sigma_q"})
     kind = out.suffix.lower().lstrip(".")
     write_atomic(out, lambda fh: fig.savefig(fh, format=kind, dpi=120), what="--out")
     plt.close(fig)
-    code = sign_regions(act, args.x, args.y, xs, ys, base, hidden)   # cached by the figure
+    code = sign_regions(act, args.x, args.y, xs, ys, base, hidden, field=field)   # cached by the figure
     if note:
         print(note, file=sys.stderr)
     if fmt != "text" and emp is not None:
@@ -121,9 +142,10 @@ def run(args) -> int:
             print_json(d)
             return 0
     if fmt != "text":
-        print_frame(phase_frame(act, args.x, args.y, xs, ys, base, hidden), fmt)
+        print_frame(phase_frame(act, args.x, args.y, xs, ys, base, hidden, field=field), fmt)
         return 0
-    print(f"wrote {terminal(out)}: {int(np.sum(code == BOTH_NEGATIVE))}/{code.size} grid points with both rates negative")
+    print(f"wrote {terminal(out)}: {int(np.sum(code == BOTH_NEGATIVE))}/{code.size} grid points with both rates negative"
+          + (" (lambda_1 and lambda_bar_proj)" if field == "rqf" else ""))
     if emp is not None:
         s = emp.to_dict()["summary"]
         print(f"Monte Carlo ({emp.budget['paths']} paths, L={emp.budget['depth']}, simultaneous level "
