@@ -29,12 +29,23 @@ DEFAULT_DOMAIN: dict[str, tuple[float, float]] = {
     "beta": (0.0, 20.0),
 }
 PARAMETERS = tuple(DEFAULT_DOMAIN)
+#: the search domain of ``find --field rqf`` (the random quadratic form: its rates involve sigma_q alone;
+#: beta enters C_att only)
+RQF_DOMAIN: dict[str, tuple[float, float]] = {"d": (2, 64), "sigma_q": (0.05, 3.0), "beta": (0.0, 20.0)}
+RQF_PARAMETERS = tuple(RQF_DOMAIN)
 #: the names a statement may use
 #: the regime quantities a statement may use; lambda_bar_proj and lambda_proj (symbolic/projective) are
 #: defined for odd fields only (phi odd, sigma_b = 0) and undefined elsewhere, so a statement about them
 #: is undetermined, never false, at a field that is not odd
 RATES = ("lambda1", "lambda_bar", "k0", "k1", "c_att", "lambda_bar_proj", "lambda_proj")
-QUANTITIES = RATES + PARAMETERS
+QUANTITIES = RATES + PARAMETERS + ("sigma_q",)
+#: the quantities of the rqf field (symbolic.general_field; k0 is a(1)); the others are not defined for it
+RQF_QUANTITIES = ("lambda1", "k0", "c_att", "lambda_bar_proj", "lambda_proj") + RQF_PARAMETERS
+#: why a quantity is not defined for the rqf field (a statement using it is refused)
+RQF_UNDEFINED = {
+    "lambda_bar": "the energy rate lambda_bar(beta) is not derived for the rqf covariance tensor",
+    "k1": "the rqf field has no kernel K(rho) (its covariance is a(rho) I + c(rho) y x^T)",
+    **{k: "it describes the MLP block, which the rqf field does not have" for k in ("sigma_w", "sigma_b", "sigma_a")}}
 
 #: stated error of the numerical supremum lambda_bar (grid plus bounded refinement)
 LAMBDA_BAR_ABS_ERR = 1e-6
@@ -183,7 +194,7 @@ def quantities(point: dict[str, Any], names=None) -> tuple[dict[str, float], dic
         rates = {"lambda1": r.lambda1, "lambda_bar": r.lambda_bar, "c_att": r.c_att,
                  "lambda_bar_proj": r.lambda_bar_proj, "lambda_proj": r.lambda_proj}
     values = {"k0": k0, "k1": k1, **rates, "d": float(d), "sigma_w": p.sigma_w, "sigma_b": p.sigma_b,
-              "sigma_a": p.sigma_a, "beta": p.beta}
+              "sigma_a": p.sigma_a, "beta": p.beta, "sigma_q": math.nan}
     e1 = 0.0 if math.isinf(k1) else e1
     errors = {"k0": e0, "k1": e1,
               "lambda1": 0.5 * (abs(d - 3) * e1 + (d - 1) * e0) + _ROUNDING * _fabs(values["lambda1"]),
@@ -196,6 +207,32 @@ def quantities(point: dict[str, Any], names=None) -> tuple[dict[str, float], dic
                                  + (d - 1) * e1 + abs(d - 3) * e0)
     errors.update({k: 0.0 for k in PARAMETERS})
     return {k: values[k] for k in QUANTITIES}, errors
+
+
+def rqf_quantities(point: dict[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
+    """The rqf field's quantities at `point` (d, sigma_q, beta): ``regime``'s (symbolic.general_field through the
+    bridge: closed forms, so their stated error is rounding only); the quantities of :data:`RQF_UNDEFINED` nan."""
+    from .params import ModelParams
+    from .regime import regime
+    r = regime(ModelParams(field="rqf", d=int(point["d"]), sigma_q=point["sigma_q"], beta=point["beta"]))
+    values = {k: math.nan for k in QUANTITIES}
+    values.update({"lambda1": r.lambda1, "k0": r.k0, "c_att": r.c_att, "lambda_bar_proj": r.lambda_bar_proj,
+                   "lambda_proj": r.lambda_proj, "d": float(r.d), "sigma_q": r.sigma_q, "beta": r.beta})
+    errors = {k: (_ROUNDING * _fabs(values[k]) if k in RQF_QUANTITIES else 0.0) for k in QUANTITIES}
+    errors.update({k: 0.0 for k in RQF_PARAMETERS})
+    return values, errors
+
+
+def _refuse_names(names, field: str) -> None:
+    """ParameterError when a statement or assumption uses a quantity that `field` does not define."""
+    if field == "rqf":
+        bad = sorted(set(names) & set(RQF_UNDEFINED))
+        if bad:
+            raise ParameterError("statement", ", ".join(bad), "is not defined for the rqf field: "
+                                 + "; ".join(f"{k}: {RQF_UNDEFINED[k]}" for k in bad)
+                                 + f" (rqf quantities: {', '.join(RQF_QUANTITIES)})")
+    elif "sigma_q" in names:
+        raise ParameterError("statement", "sigma_q", "enters only the rqf field (find --field rqf)")
 
 
 def _fabs(x: float) -> float:
@@ -259,6 +296,21 @@ def _grid(lo: float, hi: float, lo_open: bool, hi_open: bool, n: int) -> list[fl
     if hi_open:
         vals[-1] = hi - step / 2
     return vals
+
+
+def _rqf_strategy(domain: dict[str, list]):
+    """The rqf search's points: d an integer, sigma_q and beta uniform over their ranges (no activation)."""
+    from hypothesis import strategies as st
+    parts = {}
+    for name, (lo, hi, lo_open, hi_open) in domain.items():
+        if name == "d":
+            parts[name] = st.integers(int(lo), int(hi))
+        elif lo == hi:
+            parts[name] = st.just(float(lo))
+        else:
+            parts[name] = st.floats(float(lo), float(hi), exclude_min=lo_open, exclude_max=hi_open,
+                                    allow_nan=False, allow_infinity=False, allow_subnormal=False)
+    return st.fixed_dictionaries(parts)
 
 
 def _strategy(domain: dict[str, list], activations: Sequence[str], tables: bool = True):
@@ -330,10 +382,12 @@ class FindResult:
                      f"(seed {self.seed}; {self.undetermined} undetermined within numerical error)"]
         else:
             c = self.counterexample
-            lines = [f"counterexample to {self.statement}{cond} (shrunk; {self.examples} examples, "
-                     f"seed {self.seed}):",
+            where = (f"  field rqf, d = {c['d']}, sigma_q = {c['sigma_q']:.10g}, beta = {c['beta']:.10g}"
+                     if c.get("field") == "rqf" else
                      f"  activation {c['activation']}, d = {c['d']}, sigma_w = {c['sigma_w']:.10g}, "
-                     f"sigma_b = {c['sigma_b']:.10g}, sigma_a = {c['sigma_a']:.10g}, beta = {c['beta']:.10g}",
+                     f"sigma_b = {c['sigma_b']:.10g}, sigma_a = {c['sigma_a']:.10g}, beta = {c['beta']:.10g}")
+            lines = [f"counterexample to {self.statement}{cond} (shrunk; {self.examples} examples, "
+                     f"seed {self.seed}):", where,
                      "  " + "   ".join(f"{k} = {self.values[k]:.10g} (+- {self.errors[k]:.2g})"
                                       for k in RATES if not math.isnan(self.values[k]))]
         dom = ", ".join(f"{k} in {v}" for k, v in self.domain.items())
@@ -365,13 +419,15 @@ def search_settings(max_examples: int, phases, database=None):
 
 def find(statement: str, assume: str | None = None, *, activation: str | None = "relu",
          activations: Sequence[str] | None = None, max_examples: int = 100, seed: int = 0,
-         max_shrinks: int = 300) -> FindResult:
+         max_shrinks: int = 300, field: str = "mlp", sigma_q: float | None = None) -> FindResult:
     """Search the domain for a counterexample to `statement` (under `assume`), shrunk.
 
     `activations` (a list, e.g. :func:`all_activations`) overrides `activation`.  At most
     `max_examples` parameter sets are drawn; once a counterexample is found at most
     `max_shrinks` further evaluations are spent shrinking it (deterministic, so the result
-    depends only on `seed`).
+    depends only on `seed`).  ``field="rqf"`` searches the random quadratic form over
+    :data:`RQF_DOMAIN` (`sigma_q` pins its scale; the statement may use :data:`RQF_QUANTITIES`, a quantity
+    it does not define is refused with the reason: :data:`RQF_UNDEFINED`).
     """
     from hypothesis import Phase, assume as h_assume, given
     from hypothesis import seed as h_seed, target
@@ -379,29 +435,48 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
 
     from .activations import get_activation
 
+    from .params import MODEL_DEFAULTS, check_field, check_real
+    field = check_field(field)
     stmt = parse_statement(statement)
     cond = parse_statement(assume, "assumption") if assume else None
     max_examples = check_int("max_examples", max_examples, 1)
     seed = check_int("seed", seed, 0)
     max_shrinks = check_int("max_shrinks", max_shrinks, 0)
-    acts = list(activations) if activations else [activation or "relu"]
-    acts = list(dict.fromkeys(get_activation(a).name for a in acts))
-    domain = _narrow({k: [lo, hi, False, False] for k, (lo, hi) in DEFAULT_DOMAIN.items()}, cond)
     names = stmt.names | (cond.names if cond else frozenset())
-    tables = not names <= POINT_QUANTITIES       # else k0 and k1 alone: 1-D quadratures, no table
+    _refuse_names(names, field)
+    rqf = field == "rqf"
+    if rqf:
+        if activations or (activation or "relu") != MODEL_DEFAULTS["activation"]:
+            raise ParameterError("activation", ",".join(activations) if activations else activation,
+                                 "describes the MLP block and does not enter field='rqf' (its noise is "
+                                 "sigma_q (B + B^T)/2 y): leave it at its default")
+        start = dict(RQF_DOMAIN)
+        if sigma_q is not None:
+            S = check_real("sigma_q", sigma_q, 0.0, strict=True)
+            start["sigma_q"] = (S, S)
+        acts = ["rqf"]
+        domain = _narrow({k: [lo, hi, False, False] for k, (lo, hi) in start.items()}, cond)
+    else:
+        if sigma_q is not None and sigma_q != MODEL_DEFAULTS["sigma_q"]:
+            raise ParameterError("sigma_q", sigma_q, "enters only the rqf field (field='rqf'; find --field rqf)")
+        acts = list(activations) if activations else [activation or "relu"]
+        acts = list(dict.fromkeys(get_activation(a).name for a in acts))
+        domain = _narrow({k: [lo, hi, False, False] for k, (lo, hi) in DEFAULT_DOMAIN.items()}, cond)
+    params_names = RQF_PARAMETERS if rqf else PARAMETERS
+    tables = not rqf and not names <= POINT_QUANTITIES       # else k0 and k1 alone: 1-D quadratures, no table
 
     cache: dict[tuple, tuple[bool | None, float, Any]] = {}
     state = {"evals": 0, "first": None, "undetermined": 0, "last": None}
 
     def evaluate(point):
-        key = tuple(point[k] for k in ("activation",) + PARAMETERS)
+        key = tuple(point.get(k) for k in ("activation",) + params_names)
         if key in cache:
             return cache[key]
         if state["first"] is not None and state["evals"] - state["first"] >= max_shrinks:
             return None, math.nan, None          # shrinking budget spent: not a counterexample
         state["evals"] += 1
         try:
-            values, errors = quantities(point, names)
+            values, errors = rqf_quantities(point) if rqf else quantities(point, names)
         except ParameterError:
             out = (None, math.nan, None)         # outside the model's domain (e.g. sw = sb = 0)
         except SSSNError as exc:                 # a quantity is not computable there: undetermined
@@ -422,7 +497,7 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
 
     @search_settings(max_examples, (Phase.generate, Phase.target, Phase.shrink))
     @h_seed(seed)
-    @given(_strategy(domain, acts, tables))
+    @given(_rqf_strategy(domain) if rqf else _strategy(domain, acts, tables))
     def search(point):
         truth, margin, data = evaluate(point)
         h_assume(truth != "skip")
@@ -441,7 +516,7 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
         notes.append(f"{', '.join(quad)}: kernel by quadrature, so sigma_w and sigma_b were searched on a {G} x {G} "
                      "grid over their ranges (at most that many kernel tables)")
     proj = sorted(stmt.names & {"lambda_bar_proj", "lambda_proj"})
-    if proj:
+    if proj and not rqf:                         # the rqf field is odd: they are defined everywhere
         notes.append(f"{', '.join(proj)}: defined for odd fields only (phi odd, sigma_b = 0) and undetermined "
                      "elsewhere; --assume 'sigma_b == 0' searches only there")
     try:
@@ -453,7 +528,10 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
     if "not_computable" in state:
         notes.append(f"some parameter sets were not computable (counted undetermined), e.g. {state['not_computable']}")
     dom: dict[str, Any] = {k: [v[0], v[1]] for k, v in domain.items()}
-    dom["activation"] = acts
+    if rqf:
+        dom["field"] = ["rqf"]
+    else:
+        dom["activation"] = acts
     strict = [f"{k} > {v[0]:g}" for k, v in domain.items() if v[2]]
     strict += [f"{k} < {v[1]:g}" for k, v in domain.items() if v[3]]
     if strict:
@@ -464,14 +542,16 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
         return FindResult(stmt.text, cond and cond.text, False, None, None, None, state["evals"],
                           state["undetermined"], dom, seed, max_examples, notes)
     point, (values, errors) = state["last"]
-    point = {"activation": point["activation"], "d": int(point["d"]),
-             **{k: float(point[k]) for k in PARAMETERS if k != "d"}}
+    point = ({"field": "rqf"} if rqf else {"activation": point["activation"]})
+    point.update({"d": int(state["last"][0]["d"]),
+                  **{k: float(state["last"][0][k]) for k in params_names if k != "d"}})
     return FindResult(stmt.text, cond and cond.text, True, point, values, errors, state["evals"],
                       state["undetermined"], dom, seed, max_examples, notes)
 
 
-__all__ = ["find", "FindResult", "parse_statement", "judge", "quantities", "all_activations",
-           "DEFAULT_DOMAIN", "QUANTITIES", "RATES", "LAMBDA_BAR_ABS_ERR", "LAMBDA_BAR_REL_ERR"]
+__all__ = ["find", "FindResult", "parse_statement", "judge", "quantities", "rqf_quantities", "all_activations",
+           "DEFAULT_DOMAIN", "RQF_DOMAIN", "QUANTITIES", "RQF_QUANTITIES", "RQF_UNDEFINED", "RATES",
+           "LAMBDA_BAR_ABS_ERR", "LAMBDA_BAR_REL_ERR"]
 
 
 # ----------------------------------------------------------------------------- claim exploration

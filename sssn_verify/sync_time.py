@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -174,14 +174,33 @@ class SyncTimeLaw:
         return "\n".join(lines)
 
 
+def rqf_log_distance_rates(sigma_q: float) -> tuple[float, float]:
+    """(lambda_1, sigma^2) of the rqf field, both from ``symbolic.general_field`` through the bridge: lambda_1
+    (``rqf_lambda1``) and the squared diffusion of y = atanh(rho) (``rqf_atanh_diffusion``, constant).  At small
+    distance log|x_1 - x_2| = log 2 - y + o(1) (1 - rho = 2 e^{-2y} (1 + o(1))), so the variance rate of the
+    log-distance is exactly that diffusion, and its drift -S^2 tanh(y) -> lambda_1 (checked here)."""
+    from .errors import DerivationError
+    S = check_real("sigma_q", sigma_q, 0.0, strict=True)
+    lam1 = float(function("general_field.rqf_lambda1", "math")(S))
+    sigma2 = float(function("general_field.rqf_atanh_diffusion", "math")(3, 0.0, 0.0, S))
+    drift_far = float(function("general_field.rqf_atanh_drift", "math")(3, 0.0, 40.0, S))   # tanh(40) = 1
+    if not math.isclose(-drift_far, lam1, rel_tol=1e-12, abs_tol=1e-300):
+        raise DerivationError(f"rqf: the drift of -atanh(rho) at small distance {-drift_far} is not lambda_1 {lam1}")
+    return lam1, sigma2
+
+
 def sync_time_law(params: ModelParams, eps0: float, eps: float) -> SyncTimeLaw:
-    """The law of the synchronization time for `params` (noise-only flow, k0, k1 from the kernel)."""
+    """The law of the synchronization time for `params` (noise-only flow, k0, k1 from the kernel; for the
+    rqf field lambda_1 and sigma^2 of :func:`rqf_log_distance_rates`, from ``symbolic.general_field``)."""
     from .numeric.kernels import kernel
     from .numeric.rates import lambda1
     eps0 = check_real("eps0", eps0, 0.0, strict=True, maximum=2.0)
     eps = check_real("eps", eps, 0.0, strict=True)
     if not eps < eps0:
         raise ParameterError("eps", eps, f"must be < eps0 = {eps0}")
+    if params.field == "rqf":
+        lam1, s2 = rqf_log_distance_rates(params.sigma_q)
+        return SyncTimeLaw(lam1, s2, float(eps0), float(eps))
     kf = kernel(params)
     if not math.isfinite(kf.k1):
         raise ParameterError("activation", params.activation.name,
@@ -192,7 +211,8 @@ def sync_time_law(params: ModelParams, eps0: float, eps: float) -> SyncTimeLaw:
     return SyncTimeLaw(float(lambda1(params.d, kf.k0, kf.k1)), float(s2), float(eps0), float(eps))
 
 
-__all__ = ["lyapunov_spectrum", "log_distance_variance", "SyncTimeLaw", "sync_time_law", "QUANTILE_LEVELS"]
+__all__ = ["lyapunov_spectrum", "log_distance_variance", "SyncTimeLaw", "sync_time_law", "rqf_log_distance_rates",
+           "QUANTILE_LEVELS"]
 
 
 # ---------------------------------------------------------------- empirical first passage
@@ -235,7 +255,7 @@ def first_passage_times(params: ModelParams, eps0: float, eps: float, *, model: 
                         segment: int = 200, progress: bool | None = False) -> FirstPassage:
     """Two tokens started eps0 apart, noise only (V = 0), simulated by the engine
     (``model`` "gaussian": the Gaussian transformer with layers of step ``step``; "sde":
-    projected Euler); the first time their distance falls to eps.
+    projected Euler; "rqf", "rqf_sde": the same for the rqf field); the first time their distance falls to eps.
 
     Runs in segments of at most ``segment`` layers (fewer when the stored trajectories of the
     paths still running would exceed ~64 MB); paths that have passed are not simulated further.
@@ -257,9 +277,12 @@ def first_passage_times(params: ModelParams, eps0: float, eps: float, *, model: 
     P = check_int("n_paths", n_paths, 2)
     segment = check_int("segment", segment, 1)
     key = _rng.as_key(seed, "first-passage")
-    sim = {"gaussian": engine.simulate_gaussian, "sde": engine.simulate_sde}.get(model)
+    sim = {"gaussian": engine.simulate_gaussian, "sde": engine.simulate_sde,
+           "rqf": partial(engine.simulate, "rqf"), "rqf_sde": partial(engine.simulate, "rqf_sde")}.get(model)
     if sim is None:
-        raise ParameterError("model", model, "must be 'gaussian' or 'sde'")
+        raise ParameterError("model", model, "must be 'gaussian', 'sde', 'rqf' or 'rqf_sde'")
+    if (params.field == "rqf") != model.startswith("rqf"):
+        raise ParameterError("model", model, f"does not simulate field {params.field!r} (rqf, rqf_sde: field 'rqf')")
     total = int(math.ceil(max_time / step - 1e-9))
     b = math.log(eps)
     X = np.broadcast_to(two_tokens(params.d, eps0), (P, 2, params.d)).copy()

@@ -82,18 +82,21 @@ def add_model_options(p: argparse.ArgumentParser, *, d_default: int = MODEL_DEFA
 
 
 def add_field_options(p: argparse.ArgumentParser, *, choose: bool = True, axis: bool = False,
-                      sigma_q_help: str = "") -> None:
+                      sigma_q_help: str = "", searched: str | None = None) -> None:
     """--field mlp|rqf (unless `choose` is False: the sub-command's model names the field) and --sigma-q S
     (ModelParams.field, sigma_q; the MLP options must keep their defaults with --field rqf, as ModelParams says).
     `axis`: --sigma-q is a text axis of ``scan``'s grammar (a number, a comma list, START:STOP:NUM), parsed by
-    ``scan.parse_axis``; `sigma_q_help` is added to its help (what the sub-command does with it)."""
+    ``scan.parse_axis``; `sigma_q_help` is added to its help (what the sub-command does with it); `searched`
+    (a range, e.g. "[0.05, 3]"): not given, --sigma-q is searched over it (default None, said in the help)."""
     from ..params import FIELD_CHOICES
     if choose:
         p.add_argument("--field", choices=FIELD_CHOICES, default=MODEL_DEFAULTS["field"],
                        help="the noise: mlp (the random MLP block) or rqf (F(y) = Q y, Q = sigma_q (B + B^T)/2; "
                             "the MLP options then keep their defaults)")
     text = "rqf: the scale of the random symmetric matrix Q" + (f"; {sigma_q_help}" if sigma_q_help else "")
-    if axis:
+    if searched is not None:
+        p.add_argument("--sigma-q", type=float, default=None, help=text + f" (default: searched over {searched})")
+    elif axis:
         p.add_argument("--sigma-q", default=f"{MODEL_DEFAULTS['sigma_q']:g}", help=text + " (an axis)")
     else:
         p.add_argument("--sigma-q", type=float, default=MODEL_DEFAULTS["sigma_q"], help=text)

@@ -18,11 +18,11 @@ from ..errors import ParameterError
 from ..outputs import output_path, write_atomic
 from ..sync_time import censored_ks
 from ..params import check_int, check_real
-from .common import add_kernel_options, epilog, params_from_args, print_json
+from .common import add_field_options, add_kernel_options, epilog, params_from_args, print_json
 
 EXAMPLES = [
     "sssn-verify sync-time --activation relu --d 4 --sigma-b 0.5 --eps0 1e-2 --eps 1e-6",
-    "sssn-verify sync-time --activation relu --d 4 --eps0 1e-2 --eps 1e-6 --tail-prob 0.05 --delta 0.01 --json",
+    "sssn-verify sync-time --field rqf --sigma-q 1 --d 5 --eps0 1e-2 --eps 1e-6 --tail-prob 0.05 --delta 0.01 --json",
     "sssn-verify sync-time --activation tanh --d 6 --eps0 1e-2 --eps 1e-4 --simulate --paths 200 --plot cdf.png",
 ]
 
@@ -33,10 +33,13 @@ def register(subparsers) -> None:
         description="In the small-distance limit log|x_1 - x_2| is a Brownian motion with drift lambda_1 "
                     "and variance rate sigma^2 (derived); the time to go from eps0 to eps is inverse "
                     "Gaussian when lambda_1 < 0 and reached with probability (eps0/eps)^(-2 lambda_1/sigma^2) "
-                    "when lambda_1 > 0.",
+                    "when lambda_1 > 0. --field rqf: lambda_1 and sigma^2 of the random quadratic form from "
+                    "its general-field derivation (sigma^2 = the diffusion of atanh(rho), which the "
+                    "log-distance equals up to a constant at small distance); --simulate then runs its layer.",
         epilog=epilog(EXAMPLES))
     add_kernel_options(p)
     p.add_argument("--d", type=int, default=3, help="ambient dimension (tokens on S^{d-1})")
+    add_field_options(p)
     p.add_argument("--eps0", type=float, required=True, help="initial distance |x_1 - x_2| (small)")
     p.add_argument("--eps", type=float, required=True, help="target distance, 0 < eps < eps0")
     p.add_argument("--tail-prob", "--alpha", dest="alpha", type=float, default=0.1, metavar="P",
@@ -46,7 +49,8 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--plot", default=None, metavar="FILE.png", help="the predicted CDF (and the empirical one)")
     p.add_argument("--simulate", action="store_true",
-                   help="also simulate two-token runs of the Gaussian transformer and compare")
+                   help="also simulate two-token runs of the Gaussian transformer (--field rqf: of the rqf layer) "
+                        "and compare")
     p.add_argument("--paths", type=int, default=2000, help="paths for --simulate")
     p.add_argument("--step", type=float, default=0.005, help="layer step for --simulate")
     p.add_argument("--horizon", type=float, default=None,
@@ -85,10 +89,11 @@ def run(args: argparse.Namespace) -> int:
         if steps * paths > 2e8:
             raise ParameterError("horizon", T, f"needs {steps:.3g} layers of step {args.step} for {paths} paths: "
                                                "at most 2e8 path-layers (lower --horizon or --paths, raise --step)")
-        fp = first_passage_times(params, law.eps0, law.eps, step=args.step, max_time=T, n_paths=paths,
+        model = "rqf" if params.field == "rqf" else "gaussian"
+        fp = first_passage_times(params, law.eps0, law.eps, model=model, step=args.step, max_time=T, n_paths=paths,
                                  seed=check_int("seed", args.seed, 0), progress=False)
         ks_d, ks_p = censored_ks(fp, law)
-        out["simulation"] = {"model": "gaussian", "n_paths": paths, "step": args.step,
+        out["simulation"] = {"model": model, "n_paths": paths, "step": args.step,
                              "horizon": fp.max_time, "reached": float(fp.reached.mean()),
                              "predicted_reached": float(law.cdf(fp.max_time)),
                              "mean_of_reached": float(fp.times[fp.reached].mean()) if fp.reached.any() else None,
