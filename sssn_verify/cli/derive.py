@@ -20,12 +20,13 @@ import math
 
 from ..errors import ParameterError
 from ..params import check_int, check_real
-from .common import add_format_options, add_kernel_options, epilog, hidden_from_args, print_json
+from .common import (add_field_options, add_format_options, add_kernel_options, epilog, hidden_from_args,
+                     params_from_args, print_json)
 
 EXAMPLES = [
     "sssn-verify derive",
     "sssn-verify derive kernel --activation relu --sigma-b 0.5 --rho 0.3 --json",
-    "sssn-verify derive lyapunov --d 5 --format latex --standalone",
+    "sssn-verify derive general_field --field rqf --sigma-q 1.5 --json",
 ]
 LATEX_EXAMPLES = [
     "sssn-verify latex --out /tmp/derivations --no-pdf",
@@ -39,13 +40,16 @@ def register(sub) -> None:
     p = sub.add_parser("derive", help="print a sympy derivation (kernel, ito_drift, ...)",
                        description="Print a derivation (assumptions, steps, result). Without NAME: list "
                                    "them; NAME 'all' prints every one. For 'kernel' also the numeric k0, "
-                                   "k1 (and K(rho) with --rho) at the given sigmas. In JSON an infinite "
-                                   "number is the string \"inf\".",
+                                   "k1 (and K(rho) with --rho) at the given sigmas; for 'general_field' with "
+                                   "--field rqf the rqf rates at --sigma-q (a(1), the one-point rate, lambda_1, "
+                                   "lambda_bar_proj, lambda_proj, the rate of E log sin(theta), the log-distance "
+                                   "variance rate). In JSON an infinite number is the string \"inf\".",
                        epilog=epilog(EXAMPLES))
     p.add_argument("name", nargs="?", metavar="NAME", help="derivation name (omit to list them, 'all')")
     add_kernel_options(p)
     p.add_argument("--rho", type=float, default=None, help="also evaluate K(rho), rho in [-1, 1] (kernel)")
     p.add_argument("--d", type=int, default=3, help="dimension for the value of lambda_1 (lyapunov)")
+    add_field_options(p, sigma_q_help="general_field's numbers at this sigma_q (with --field rqf)")
     add_format_options(p, FORMATS, default="text")
     p.add_argument("--standalone", action="store_true",
                    help="with --format latex: a complete, compilable LaTeX document")
@@ -108,7 +112,24 @@ def _lyapunov_numbers(args) -> dict:
             "lambda1_value": lambda1(args.d, kf.k0, kf.k1)}
 
 
-_NUMBERS = {"kernel": _kernel_numbers, "lyapunov": _lyapunov_numbers}
+def _general_field_numbers(args) -> dict:
+    """With --field rqf: the rqf rates of the general_field derivation at --sigma-q (through the bridge:
+    regime's a(1), lambda_1 and projective rates, sync_time's log-distance rates, the log sin rate)."""
+    if args.field != "rqf":
+        return {}
+    from ..bridge import function
+    from ..params import ModelParams
+    from ..regime import regime
+    from ..sync_time import rqf_log_distance_rates
+    r = regime(ModelParams(field="rqf", sigma_q=args.sigma_q, d=args.d))
+    _, sigma2 = rqf_log_distance_rates(r.sigma_q)
+    return {"field": "rqf", "sigma_q": r.sigma_q, "a1": r.k0, "one_point_rate": r.k0 / 2, "lambda1": r.lambda1,
+            "lambda_bar_proj": r.lambda_bar_proj, "lambda_proj": r.lambda_proj,
+            "log_sin_rate": float(function("general_field.rqf_log_sin_rate", "math")(r.sigma_q)),
+            "log_distance_variance": sigma2}
+
+
+_NUMBERS = {"kernel": _kernel_numbers, "lyapunov": _lyapunov_numbers, "general_field": _general_field_numbers}
 
 
 def _one(name: str, args) -> dict:
@@ -118,6 +139,32 @@ def _one(name: str, args) -> dict:
     der = derive(name, **{k: v for k, v in given.items() if k in derivation_parameters(name)})
     numbers = _NUMBERS[name](args) if name in _NUMBERS else {}
     return {"derivation": der, "numbers": numbers, "given": given}
+
+
+#: the rqf numbers of general_field as LaTeX symbols (derive --format latex)
+_RQF_TEX = {"a1": "a_1", "one_point_rate": "a_1/2", "lambda1": "\\lambda_1",
+            "lambda_bar_proj": "\\bar\\lambda_{\\mathrm{proj}}", "lambda_proj": "\\lambda_{\\mathrm{proj}}",
+            "log_sin_rate": "\\tfrac{d}{dt} E \\log\\sin\\theta",
+            "log_distance_variance": "\\sigma^2"}
+
+
+def _rqf_paragraph(numbers: dict) -> str:
+    """The rqf numbers of general_field (--field rqf) as a LaTeX sentence (latex_doc's number format)."""
+    if not numbers:
+        return ""
+    from ..latex_doc import number_math
+    found = [f"${tex} = {number_math(numbers[k])}$" for k, tex in _RQF_TEX.items()]
+    return (f"\\paragraph{{Numbers.}} For the rqf field at $\\sigma_q = {number_math(numbers['sigma_q'])}$: "
+            + ", ".join(found[:-1]) + " and " + found[-1] + ".\n")
+
+
+def _check_field(args) -> None:
+    """--field rqf (with --sigma-q) gives numbers to general_field only; the other field's options keep their
+    defaults (ModelParams' rule, its error)."""
+    params_from_args(args)
+    if args.field == "rqf" and args.name not in (None, "general_field"):
+        raise ParameterError("field", "rqf", f"applies to the general_field derivation only (derive general_field "
+                             f"--field rqf --sigma-q S); {args.name!r} is not evaluated for the rqf field")
 
 
 def _render(item: dict, fmt: str):
@@ -133,6 +180,8 @@ def _render(item: dict, fmt: str):
         return jsonable(out)
     if fmt == "latex":
         from ..latex_doc import fragment
+        if der.name == "general_field":
+            return fragment(der.name, None, **item["given"]) + _rqf_paragraph(numbers)
         return fragment(der.name, numbers, **item["given"])
     text = der.text()
     if numbers:
@@ -152,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
     if args.rho is not None:
         check_real("rho", args.rho, -1.0, maximum=1.0)
     check_int("d", args.d, 2)
+    _check_field(args)
     if args.json:
         args.format = "json"
     names = derivation_names()
@@ -170,9 +220,13 @@ def run(args: argparse.Namespace) -> int:
         if args.format != "latex":
             raise ParameterError("standalone", True, "only with --format latex")
         from ..latex_doc import standalone_document
-        numbers = {n: _NUMBERS[n](args) for n in chosen if n in _NUMBERS}
-        print(standalone_document(chosen, numbers, activation=args.activation, sigma_w=args.sigma_w,
-                                  sigma_b=args.sigma_b, sigma_a=args.sigma_a), end="")
+        numbers = {n: _NUMBERS[n](args) for n in chosen if n in _NUMBERS and n != "general_field"}
+        text = standalone_document(chosen, numbers, activation=args.activation, sigma_w=args.sigma_w,
+                                   sigma_b=args.sigma_b, sigma_a=args.sigma_a)
+        if "general_field" in chosen:          # its rqf numbers (--field rqf) end the note
+            head, _, tail = text.rpartition("\\end{document}")
+            text = head + _rqf_paragraph(_general_field_numbers(args)) + "\\end{document}" + tail
+        print(text, end="")
         return 0
     rendered = [_render(_one(n, args), args.format) for n in chosen]
     if args.format == "json":
