@@ -28,6 +28,26 @@ from .stats import _jsonable, agreement_test, deterministic_check
 SHORT_NAMES = {"sw": "sigma_w", "sb": "sigma_b", "sa": "sigma_a", "r": "rho"}
 SIGMAS = ("sigma_w", "sigma_b", "sigma_a")
 
+#: why each checkable claim's formula or evidence does not apply to the rqf field (``check --field rqf``
+#: refuses it with this reason); a claim not listed applies to every field (attention_bound: C_att bounds
+#: attention's share of the energy rate, whatever the noise)
+RQF_REFUSALS = {
+    "kernel": "the rqf field has no kernel K(rho): its covariance is a(rho) I + c(rho) y x^T (a = sigma_q^2 rho/2, "
+              "c = sigma_q^2/2), not K(rho) I",
+    "ito_drift": "its evidence samples the MLP field's Gaussian layer; the rqf layer's drift -(d-1) a(1)/2 x is "
+                 "checked by the claim rqf (verify --claim rqf)",
+    "lyapunov": "its variables k0, k1 are those of a kernel K(rho) I, which the rqf field does not have (its "
+                "lambda_1 = -sigma_q^2 comes from the general-field derivation and is checked by verify --claim rqf)",
+    "relu_rates": "it is about the ReLU MLP block, which the rqf field does not have",
+    "dissipation": "lambda_bar(beta) is not derived for the rqf covariance tensor (regime --field rqf leaves it "
+                   "undefined)",
+    "lyapunov_spectrum": "the spectrum is not derived for the rqf covariance tensor (only lambda_1)",
+    "log_distance_variance": "its formula sigma^2 = k0 + k1 and its evidence are the MLP field's (the rqf value "
+                             "comes from the general-field derivation: sync-time --field rqf)",
+    "synchronization_time": "its variables k0, k1 and its two-token evidence are the MLP field's (the rqf law: "
+                            "sync-time --field rqf --simulate)",
+}
+
 #: cheap examples (candidate vs derivation) of the search, by default (``check --explore N``)
 DEFAULT_EXAMPLES = 60
 #: ... for an activation whose kernel goes through quadrature (each new (sigma_w, sigma_b) builds
@@ -711,16 +731,34 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
                     index: int | None = None, eps0: float | None = None, eps: float | None = None,
                     heads: int | None = None, n_tokens: int | None = None, quantity: str | None = None,
                     seed: int = 0, level: float = 0.999, explore: int | None = None,
-                    design: int = DESIGN_POINTS) -> CheckOutcome:
+                    design: int = DESIGN_POINTS, field: str = "mlp", sigma_q: float | None = None) -> CheckOutcome:
     """Test `candidate` for `claim` against the claim's own evidence (see the module docstring);
     `explore` is the number of examples of the search (default :data:`DEFAULT_EXAMPLES`, or
     :data:`DEFAULT_EXAMPLES_QUADRATURE` when every searched activation needs quadrature); `design`
     the number of points of the space-filling design (at least 8).  `activation` None: searched over
     the claim's declared activations; a name or the user's own expression pins it.  `quantity` picks one
     of the claim's quantities (synchronization_time: "mean", default, or "variance"); `eps0`, `eps` pin the
-    distances (synchronization_time), `heads`, `n_tokens` the attention's H and N (attention_bound)."""
+    distances (synchronization_time), `heads`, `n_tokens` the attention's H and N (attention_bound).
+    `field` "rqf" (`sigma_q`): a claim whose formula or evidence is the MLP field's is refused with the
+    reason (:data:`RQF_REFUSALS`); attention_bound, which no noise field enters, runs as for "mlp"."""
     from .activations import get_activation
+    from .params import MODEL_DEFAULTS, check_field
     the_claim = _claim(claim, quantity)
+    field = check_field(field)
+    if field == "rqf":
+        if the_claim.name in RQF_REFUSALS:
+            raise ClaimError(f"claim {the_claim.name} does not apply to the rqf field: "
+                             f"{RQF_REFUSALS[the_claim.name]}")
+        mlp_given = {k: v for k, v in dict(activation=activation, sigma_w=sigma_w, sigma_b=sigma_b,
+                                           sigma_a=sigma_a).items() if v is not None}
+        if mlp_given:
+            ModelParams(field="rqf", **mlp_given)        # the one error naming an MLP option
+    if sigma_q is not None:
+        ModelParams(field=field, sigma_q=sigma_q)        # validated; with field "mlp" only its default
+    rqf_note = None
+    if field == "rqf":
+        rqf_note = (f"field rqf (sigma_q = {MODEL_DEFAULTS['sigma_q'] if sigma_q is None else sigma_q:g}): the "
+                    f"noise field does not enter {the_claim.name}; the verdict is the same for every field")
     cc = the_claim.candidate
     cand = parse_candidate(claim, candidate)
     if activation is not None:
@@ -800,6 +838,8 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
         info["reason"] = t.reason
     if claim != the_claim.name:
         info["asked_as"] = claim
+    if rqf_note is not None:
+        info["field"] = rqf_note
     v = values_at(t.point, cc)
     if sharpness is not None:
         info["sharpness"] = sharpness
@@ -818,6 +858,6 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
                                  "test_level": r.level, **info})
 
 
-__all__ = ["check_candidate", "parse_candidate", "evidence_descriptions", "search", "search_ranges", "discrepancy", "judge_point",
+__all__ = ["check_candidate", "RQF_REFUSALS", "parse_candidate", "evidence_descriptions", "search", "search_ranges", "discrepancy", "judge_point",
            "checkable", "values_at", "Candidate", "CheckOutcome", "DEFAULT_EXAMPLES", "MAX_SCREENS",
            "design_points", "run_design", "search_activations", "DESIGN_POINTS"]

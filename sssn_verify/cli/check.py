@@ -5,13 +5,13 @@ import argparse
 import re
 
 from ..escape import terminal as escape_terminal
-from .common import add_model_options, epilog, print_json, refuse_hidden
+from .common import add_field_options, add_model_options, epilog, print_json, refuse_hidden
 
 EXAMPLES = [
     "sssn-verify check lambda1 --candidate '((d-3)*k1-(d-1)*k0)/2' --d 5 --sigma-b 0.5",
     "sssn-verify check synchronization_time --quantity variance "
     "--candidate 'log(eps0/eps)*(k0+k1)/(((d-1)*k0-(d-3)*k1)/2)**3' --activation relu --d 9",
-    "sssn-verify check attention_bound --candidate '2*(sum_V + beta*sum_VKQ)' --heads 2",
+    "sssn-verify check attention_bound --candidate '2*(sum_V + beta*sum_VKQ)' --heads 2 --field rqf --sigma-q 1",
 ]
 
 
@@ -40,6 +40,8 @@ def register(sub) -> None:
                     "Every verdict with free parameters also rests on a space-filling design (2 opposite "
                     "corners + a Latin hypercube over the claim's domain, chosen without the derivation); the "
                     "text and JSON say the domain, the points and the smallest error caught there. "
+                    "--field rqf: only a claim that no noise field enters (attention_bound) runs; the others "
+                    "are refused with the reason (their formula or evidence is the MLP field's). "
                     "Exit 0 if consistent, 1 if rejected, 2 on bad input.",
         epilog=epilog(EXAMPLES))
     # a candidate may start with a minus sign ("-(d-1)*k0/2"): only -h is a single-dash option here,
@@ -48,6 +50,7 @@ def register(sub) -> None:
     p.add_argument("claim", help="a claim with a closed-form result (see above), or an alias")
     p.add_argument("--candidate", required=True, metavar="EXPR", help="the formula, e.g. '((d-3)*k1-(d-1)*k0)/2'")
     add_model_options(p)
+    add_field_options(p, sigma_q_help="check --field rqf runs attention_bound only")
     for action in p._actions:      # here a model option not given is searched, not defaulted
         if action.dest in ("d", "beta", "sigma_w", "sigma_b", "sigma_a", "activation"):
             action.help += " (default: searched over the claim's domain)"
@@ -103,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
                           beta=args.beta, rho=args.rho, index=args.index, eps0=args.eps0, eps=args.eps,
                           heads=args.heads, n_tokens=args.n_tokens, quantity=args.quantity, seed=args.seed, level=level,
                           explore=explore,
-                          design=design)
+                          design=design, field=args.field, sigma_q=args.sigma_q)
     if args.json:
         print_json(out.to_dict())
     else:
@@ -157,5 +160,7 @@ def run(args: argparse.Namespace) -> int:
                   f"is {w['rate_over_candidate']:.8g} of the candidate (sharp: within {sharp['tolerance']:g})")
         qualifier = {True: ", SHARP", False: f" BUT NOT SHARP (x{sharp.get('factor') or 0:.3g} the attained value)",
                      None: ""}[out.sharp]
+        if out.details.get("field"):
+            print(f"note:       {out.details['field']}")
         print(f"verdict:    {out.verdict.upper()}{qualifier}   (power: {power})")
     return 0 if out.verdict == "consistent" else 1
