@@ -92,7 +92,7 @@ def add_field_options(p: argparse.ArgumentParser, *, choose: bool = True, axis: 
     if choose:
         p.add_argument("--field", choices=FIELD_CHOICES, default=MODEL_DEFAULTS["field"],
                        help="the noise: mlp (the random MLP block) or rqf (F(y) = Q y, Q = sigma_q (B + B^T)/2; "
-                            "the MLP options then keep their defaults)")
+                            "the MLP block's options must then be left unset)")
     text = "rqf: the scale of the random symmetric matrix Q" + (f"; {sigma_q_help}" if sigma_q_help else "")
     if searched is not None:
         p.add_argument("--sigma-q", type=float, default=None, help=text + f" (default: searched over {searched})")
