@@ -435,7 +435,7 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
 
     from .activations import get_activation
 
-    from .params import MODEL_DEFAULTS, check_field, check_real
+    from .params import MODEL_DEFAULTS, ModelParams, check_field
     field = check_field(field)
     stmt = parse_statement(statement)
     cond = parse_statement(assume, "assumption") if assume else None
@@ -452,7 +452,7 @@ def find(statement: str, assume: str | None = None, *, activation: str | None = 
                                  "sigma_q (B + B^T)/2 y): leave it at its default")
         start = dict(RQF_DOMAIN)
         if sigma_q is not None:
-            S = check_real("sigma_q", sigma_q, 0.0, strict=True)
+            S = ModelParams(field="rqf", sigma_q=sigma_q).sigma_q        # ModelParams' range
             start["sigma_q"] = (S, S)
         acts = ["rqf"]
         domain = _narrow({k: [lo, hi, False, False] for k, (lo, hi) in start.items()}, cond)

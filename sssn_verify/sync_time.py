@@ -200,6 +200,9 @@ def sync_time_law(params: ModelParams, eps0: float, eps: float) -> SyncTimeLaw:
         raise ParameterError("eps", eps, f"must be < eps0 = {eps0}")
     if params.field == "rqf":
         lam1, s2 = rqf_log_distance_rates(params.sigma_q)
+        if not (lam1 < 0 and s2 > 0 and math.isfinite(1.0 / s2)):      # the law's times scale as 1/sigma_q^2
+            raise ParameterError("sigma_q", params.sigma_q, "is too small for double precision (sigma_q^2 "
+                                 "underflows, the times overflow): use a larger sigma_q")
         return SyncTimeLaw(lam1, s2, float(eps0), float(eps))
     kf = kernel(params)
     if not math.isfinite(kf.k1):

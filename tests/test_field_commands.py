@@ -268,6 +268,7 @@ def test_sync_time_rqf_rates_against_an_independent_layer_monte_carlo(S, capsys)
     (["--field", "rqf", "--sigma-q", "0"], ["sigma_q"]),
     (["--sigma-q", "2"], ["sigma_q", "rqf"]),
     (["--field", "rqf", "--sigma-q", "x"], ["sigma-q"]),
+    (["--field", "rqf", "--sigma-q", "1e-300"], ["sigma_q", "too small"]),
 ])
 def test_sync_time_field_refusals(argv, words, capsys):
     _refused(["sync-time", "--eps0", "1e-2", "--eps", "1e-4", *argv], capsys, *words)
@@ -306,6 +307,7 @@ def test_find_rqf(capsys):
     (["lambda1 < 0", "--sigma-q", "2"], ["sigma_q", "rqf"]),
     (["sigma_q > 1"], ["sigma_q", "rqf"]),
     (["lambda1 < 0", "--field", "rqf", "--sigma-q", "nan"], ["sigma_q"]),
+    (["lambda1 < 0", "--field", "rqf", "--sigma-q", "1e300"], ["sigma_q"]),
     (["lambda1 < 0", "--field", "rqf", "--assume", "sigma_q > 5"], ["sigma_q"]),
 ])
 def test_find_field_refusals(argv, words, capsys):
