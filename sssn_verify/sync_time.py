@@ -175,18 +175,12 @@ class SyncTimeLaw:
 
 
 def rqf_log_distance_rates(sigma_q: float) -> tuple[float, float]:
-    """(lambda_1, sigma^2) of the rqf field, both from ``symbolic.general_field`` through the bridge: lambda_1
-    (``rqf_lambda1``) and the squared diffusion of y = atanh(rho) (``rqf_atanh_diffusion``, constant).  At small
-    distance log|x_1 - x_2| = log 2 - y + o(1) (1 - rho = 2 e^{-2y} (1 + o(1))), so the variance rate of the
-    log-distance is exactly that diffusion, and its drift -S^2 tanh(y) -> lambda_1 (checked here)."""
-    from .errors import DerivationError
+    """(lambda_1, sigma^2) of the rqf field's log-distance at small distance, both from ``symbolic.general_field``
+    through the bridge (``rqf_lambda1``, ``rqf_log_distance_variance``: the small-distance limits of its two-point
+    motion, as ``spectrum`` derives them for the MLP fields)."""
     S = check_real("sigma_q", sigma_q, 0.0, strict=True)
-    lam1 = float(function("general_field.rqf_lambda1", "math")(S))
-    sigma2 = float(function("general_field.rqf_atanh_diffusion", "math")(3, 0.0, 0.0, S))
-    drift_far = float(function("general_field.rqf_atanh_drift", "math")(3, 0.0, 40.0, S))   # tanh(40) = 1
-    if not math.isclose(-drift_far, lam1, rel_tol=1e-12, abs_tol=1e-300):
-        raise DerivationError(f"rqf: the drift of -atanh(rho) at small distance {-drift_far} is not lambda_1 {lam1}")
-    return lam1, sigma2
+    return (float(function("general_field.rqf_lambda1", "math")(S)),
+            float(function("general_field.rqf_log_distance_variance", "math")(S)))
 
 
 def sync_time_law(params: ModelParams, eps0: float, eps: float) -> SyncTimeLaw:

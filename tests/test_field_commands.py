@@ -317,9 +317,12 @@ def test_find_field_refusals(argv, words, capsys):
 # ----------------------------------------------------------------------------- derive
 def test_derive_general_field_at_the_rqf_parameters(capsys):
     S = 1.7
-    code, out, err = _run(["derive", "general_field", "--field", "rqf", "--sigma-q", str(S), "--json"], capsys)
+    code, out, err = _run(["derive", "general_field", "--field", "rqf", "--sigma-q", str(S), "--d", "5", "--json"],
+                          capsys)
     assert code == 0, err
     got = json.loads(out)
+    # docs/mathematics.md: lambda_i = -i S^2, i = 1..d-1
+    np.testing.assert_allclose(got["lyapunov_spectrum"], -np.arange(1, 5) * S**2, rtol=1e-13)
     want = _docs(S)
     assert got["field"] == "rqf" and got["sigma_q"] == S and got["name"] == "general_field"
     assert got["a1"] == pytest.approx(want["k0"], rel=1e-13)
@@ -333,7 +336,7 @@ def test_derive_general_field_at_the_rqf_parameters(capsys):
     code, out, _ = _run(["derive", "general_field", "--field", "rqf", "--sigma-q", str(S), "--format", "latex"], capsys)
     assert code == 0 and "For the rqf field at $\\sigma_q = 1.7$" in out and "\\lambda_1 = -2.89" in out
     code, out, _ = _run(["derive", "general_field", "--field", "rqf", "--sigma-q", "1.5"], capsys)
-    assert code == 0 and "field=rqf, sigma_q=1.5, a1=1.125" in out and "lambda_proj=-2.25" in out
+    assert code == 0 and "field=rqf, sigma_q=1.5, d=3, a1=1.125" in out and "lambda_proj=-2.25" in out
     code, out, _ = _run(["derive", "general_field", "--json"], capsys)      # without --field: no rqf numbers
     assert code == 0 and "a1" not in json.loads(out)
 

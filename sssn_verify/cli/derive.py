@@ -43,12 +43,12 @@ def register(sub) -> None:
                                    "k1 (and K(rho) with --rho) at the given sigmas; for 'general_field' with "
                                    "--field rqf the rqf rates at --sigma-q (a(1), the one-point rate, lambda_1, "
                                    "lambda_bar_proj, lambda_proj, the rate of E log sin(theta), the log-distance "
-                                   "variance rate). In JSON an infinite number is the string \"inf\".",
+                                   "variance rate, the Lyapunov spectrum at --d). In JSON an infinite number is the string \"inf\".",
                        epilog=epilog(EXAMPLES))
     p.add_argument("name", nargs="?", metavar="NAME", help="derivation name (omit to list them, 'all')")
     add_kernel_options(p)
     p.add_argument("--rho", type=float, default=None, help="also evaluate K(rho), rho in [-1, 1] (kernel)")
-    p.add_argument("--d", type=int, default=3, help="dimension for the value of lambda_1 (lyapunov)")
+    p.add_argument("--d", type=int, default=3, help="dimension for the value of lambda_1 (lyapunov) and the spectrum (general_field --field rqf)")
     add_field_options(p, sigma_q_help="general_field's numbers at this sigma_q (with --field rqf)")
     add_format_options(p, FORMATS, default="text")
     p.add_argument("--standalone", action="store_true",
@@ -123,10 +123,12 @@ def _general_field_numbers(args) -> dict:
     from ..sync_time import rqf_log_distance_rates
     r = regime(ModelParams(field="rqf", sigma_q=args.sigma_q, d=args.d))
     _, sigma2 = rqf_log_distance_rates(r.sigma_q)
-    return {"field": "rqf", "sigma_q": r.sigma_q, "a1": r.k0, "one_point_rate": r.k0 / 2, "lambda1": r.lambda1,
-            "lambda_bar_proj": r.lambda_bar_proj, "lambda_proj": r.lambda_proj,
+    spectrum = function("general_field.rqf_spectrum", "math")
+    return {"field": "rqf", "sigma_q": r.sigma_q, "d": r.d, "a1": r.k0, "one_point_rate": r.k0 / 2,
+            "lambda1": r.lambda1, "lambda_bar_proj": r.lambda_bar_proj, "lambda_proj": r.lambda_proj,
             "log_sin_rate": float(function("general_field.rqf_log_sin_rate", "math")(r.sigma_q)),
-            "log_distance_variance": sigma2}
+            "log_distance_variance": sigma2,
+            "lyapunov_spectrum": [float(spectrum(i, r.sigma_q)) for i in range(1, r.d)]}
 
 
 _NUMBERS = {"kernel": _kernel_numbers, "lyapunov": _lyapunov_numbers, "general_field": _general_field_numbers}
@@ -154,6 +156,8 @@ def _rqf_paragraph(numbers: dict) -> str:
         return ""
     from ..latex_doc import number_math
     found = [f"${tex} = {number_math(numbers[k])}$" for k, tex in _RQF_TEX.items()]
+    found.append(f"the spectrum at $d = {numbers['d']}$: " + ", ".join(
+        f"$\\lambda_{{{i}}} = {number_math(x)}$" for i, x in enumerate(numbers["lyapunov_spectrum"], 1)))
     return (f"\\paragraph{{Numbers.}} For the rqf field at $\\sigma_q = {number_math(numbers['sigma_q'])}$: "
             + ", ".join(found[:-1]) + " and " + found[-1] + ".\n")
 

@@ -34,8 +34,8 @@ def register(subparsers) -> None:
                     "and variance rate sigma^2 (derived); the time to go from eps0 to eps is inverse "
                     "Gaussian when lambda_1 < 0 and reached with probability (eps0/eps)^(-2 lambda_1/sigma^2) "
                     "when lambda_1 > 0. --field rqf: lambda_1 and sigma^2 of the random quadratic form from "
-                    "its general-field derivation (sigma^2 = the diffusion of atanh(rho), which the "
-                    "log-distance equals up to a constant at small distance); --simulate then runs its layer.",
+                    "its general-field derivation (the small-distance limits of its two-point motion); "
+                    "--simulate then runs its layer.",
         epilog=epilog(EXAMPLES))
     add_kernel_options(p)
     p.add_argument("--d", type=int, default=3, help="ambient dimension (tokens on S^{d-1})")
