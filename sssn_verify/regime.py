@@ -65,7 +65,7 @@ FIELDS = {
 }
 #: the fields that exist for the MLP field only (nan, empty or undetermined for rqf: not derived for its tensor)
 MLP_ONLY = ("activation", "sigma_w", "sigma_b", "sigma_a", "k1", "lambda_bar", "lambda_bar_argmax", "lambda_bar_edge",
-            "rate_lower_bound", "lyapunov_spectrum", "log_distance_variance", "hidden")
+            "rate_lower_bound", "hidden")
 
 
 @dataclass(frozen=True)
@@ -240,6 +240,8 @@ class Regime:
             f"beta = {fmt(self.beta)}",
             f"one-point noise a(1) = {fmt(self.k0)}: Brownian motion on the sphere at rate a(1)/2 = {fmt(self.k0 / 2)}",
             f"lambda_1 = {fmt(self.lambda1)}   (symbolic.general_field)",
+            "Lyapunov spectrum lambda_i, i = 1..d-1: " + ", ".join(fmt(x) for x in self.lyapunov_spectrum),
+            f"log-distance variance rate sigma^2 = {fmt(self.log_distance_variance)}",
             f"C_att = {fmt(self.c_att)}   (general bound {fmt(self.c_att_general)})",
             f"two-point synchronization: {dict([(True, 'yes'), (False, 'no'), (None, 'undetermined')])[self.synchronizes]}",
             f"energy dissipation: {self.verdict}",
@@ -338,7 +340,9 @@ def _rqf_regime(params: ModelParams) -> Regime:
     from .bridge import function
     S = params.sigma_q
     rate = {name: float(function(f"general_field.rqf_{name}", "math")(S))
-            for name in ("a1", "lambda1", "lambda_bar_proj", "lambda_proj")}
+            for name in ("a1", "lambda1", "lambda_bar_proj", "lambda_proj", "log_distance_variance")}
+    spectrum = tuple(float(x) for x in function("general_field.rqf_spectrum", "numpy")(
+        np.arange(1, params.d, dtype=float), S) * np.ones(params.d - 1))
     catt = _c_att(params.beta, params.Q, params.K, params.V)
     cgen = c_att_general(params.beta, params.Q, params.K, params.V)
     _check_finite(C_att=catt, C_att_general=cgen, **rate)
@@ -352,7 +356,8 @@ def _rqf_regime(params: ModelParams) -> Regime:
         sup_at_edge=False, c_att=float(catt), c_att_general=float(cgen), rate_lower_bound=nan,
         synchronizes=sync, dissipates=None, odd_field=True, lambda_bar_proj=rate["lambda_bar_proj"],
         lambda_bar_proj_argmax=1.0, lambda_proj=rate["lambda_proj"], sync_up_to_sign=sync_sign,
-        attention_on=params.attention_on, field="rqf", sigma_q=float(S))
+        attention_on=params.attention_on, field="rqf", sigma_q=float(S), lyapunov_spectrum=spectrum,
+        log_distance_variance=rate["log_distance_variance"])
 
 
 def field_is_odd(params: ModelParams) -> bool:

@@ -50,3 +50,13 @@ def test_the_spectrum_check_accepts_the_derived_spectrum_and_rejects_a_five_perc
     bad = _spectrum(wrong, 4, 1.0, {"paths": 60_000}, key, 0.999, "t")
     assert [c.expected for c in good] == pytest.approx([-1.0, -2.0, -3.0])
     assert all(c.passed for c in good) and not all(c.passed for c in bad)
+
+
+def test_regime_gives_the_rqf_spectrum_and_log_distance_variance():
+    """regime --field rqf shows what the numerics above confirm (lambda_i = -i S^2, sigma^2 = 2 S^2), no longer
+    'undefined'."""
+    import sssn_verify as sv
+    r = sv.regime(sv.ModelParams(field="rqf", sigma_q=0.7, d=5, V=0.0))
+    assert r.lyapunov_spectrum == pytest.approx([-0.49, -0.98, -1.47, -1.96], rel=1e-12)
+    assert r.log_distance_variance == pytest.approx(0.98, rel=1e-12)
+    assert "Lyapunov spectrum" in r.text() and "sigma^2 = 0.98" in r.text()
