@@ -169,13 +169,14 @@ def _relu_boundary(ax, x, y, xs, ys, base):
 
 
 @takes_model
-def phase_diagram_figure(params: ModelParams, x: str = "d", y: str = "sigma_b", xs=None, ys=None, point=None,
+def phase_diagram_figure(params: ModelParams, x: str = "d", y: str | None = None, xs=None, ys=None, point=None,
                          ax=None, empirical: "EmpiricalPhase | None" = None, values: str = "signs"):
     """Sign regions of lambda_1 and lambda_bar(beta) over (x, y) as a matplotlib Figure, or with
     `values` = "lambda1", "lambda_bar", "lambda_proj" or "lambda_bar_proj" a colour map of that rate
     (diverging at 0) with its zero contour (the projective rates: blank where the field is not odd).
     ``field="rqf"`` (with ``sigma_q``): the random quadratic form over the axes d and sigma_q, sign
-    regions of lambda_1 and lambda_bar_proj (rqf has no lambda_bar).
+    regions of lambda_1 and lambda_bar_proj (rqf has no lambda_bar).  `y` defaults to sigma_b (sigma_q
+    for rqf).
 
     The model is a ModelParams or its fields as keywords (as :func:`sssn_verify.regime`): its
     activation, and its d, beta and sigmas where they are not axes.  `xs`, `ys` default to
@@ -189,6 +190,7 @@ def phase_diagram_figure(params: ModelParams, x: str = "d", y: str = "sigma_b", 
 
     act = params.activation
     field = params.field
+    y = ("sigma_q" if field == "rqf" else "sigma_b") if y is None else y
     if values not in VALUES:
         raise ParameterError("values", values, f"one of {', '.join(VALUES)}")
     if field == "rqf" and values == "lambda_bar":

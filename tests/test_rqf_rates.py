@@ -60,3 +60,9 @@ def test_regime_gives_the_rqf_spectrum_and_log_distance_variance():
     assert r.lyapunov_spectrum == pytest.approx([-0.49, -0.98, -1.47, -1.96], rel=1e-12)
     assert r.log_distance_variance == pytest.approx(0.98, rel=1e-12)
     assert "Lyapunov spectrum" in r.text() and "sigma^2 = 0.98" in r.text()
+
+
+def test_the_phase_diagram_of_rqf_takes_sigma_q_as_its_y_axis_by_default():
+    import sssn_verify as sv
+    assert sv.phase_diagram_figure(field="rqf", sigma_q=1.0).axes[0].get_ylabel() == "sigma_q"
+    assert sv.phase_diagram_figure(activation="relu").axes[0].get_ylabel() == "sigma_b"
