@@ -104,6 +104,176 @@ def relu_region():
     return F, A, B, threshold, d_set
 
 
+# ---------------------------------------------------------------- where the supremum sits
+#: K(-1), the kernel at antipodal tokens (a symbol of its own: K(rho) and K(-1) appear together below)
+K_minus = sp.Symbol("K(-1)", real=True)
+#: the largest n for which the monomial identities are also checked one by one (K = rho^n)
+MONOMIAL_CHECK_MAX = 16
+# the elementary inequalities used (stated, like the attention lemmas)
+ENDPOINT_LEMMAS = (
+    "for $|\\rho| \\le 1$ and integers $k \\ge 0$: $\\rho^{2k} \\le 1$ and $|\\rho^{k}| \\le 1$",
+    "a convex function on an interval lies below its chords",
+    "$e^{x} - 1 \\ge x$ for $x \\ge 0$, so $0 < \\psi(x) = x/(e^{x} - 1) \\le 1$",
+)
+
+
+def _psi(x):
+    """psi(x) = x/(e^x - 1) (psi(0) = 1 as a limit): the factor between f' / f and 1/(1 - rho)."""
+    return x / (sp.exp(x) - 1)
+
+
+def _chi(x):
+    """chi(x) = 1/psi(x) = (e^x - 1)/x."""
+    return (sp.exp(x) - 1) / x
+
+
+def _exp_free(e: sp.Expr, b_: sp.Symbol) -> sp.Expr:
+    """`e` with e^beta and e^(beta rho) named (positive symbols), as one rational function: an
+    identity in exponentials of beta and beta rho is then decided by cancelling polynomials."""
+    eb, y = sp.Symbol("E_b", positive=True), sp.Symbol("Y", positive=True)
+
+    def name(arg):
+        p = sp.Poly(sp.expand(arg / b_), rho)              # arg = beta (c0 + c1 rho), c0, c1 integers
+        if p.degree() > 1 or any(not c.is_integer for c in p.all_coeffs()):
+            raise DerivationError(f"exponent not of the form beta (c0 + c1 rho): {arg}")
+        return eb**p.coeff_monomial(1) * y**p.coeff_monomial(rho)
+
+    e = e.replace(lambda z: isinstance(z, sp.exp), lambda z: name(z.args[0]))
+    if e.has(sp.exp):
+        raise DerivationError(f"an exponential is left: {e}")
+    return sp.cancel(sp.together(e))
+
+
+@lru_cache(maxsize=None)
+def endpoint_certificate() -> dict:
+    """The identity behind 'the supremum of L2 f / f sits at rho -> 1 or at rho = -1'.
+
+    With R = L2 f / f, x = beta (1 - rho), psi(x) = x/(e^x - 1) and the weight
+    w = (1 + rho) psi(x) / 2 in [0, 1]:
+
+        w R(1^-) + (1 - w) R(-1) - R(rho) = psi C0 + beta psi T + (d - 1) E B,
+
+    C0 = the beta = 0 ratio's chord defect (>= 0 for positive-definite kernels, ``schoenberg_chord``),
+    T = (1 + rho)(k0 - rho K(rho)) >= 0, E = (k0 + K(-1))/2 >= 0 and B >= 0 (convexity of 1/psi).
+    Returns the pieces and the residuals (all 0).
+    """
+    b_ = sp.Symbol("beta", positive=True)
+    f, _ = energy_profile(True)
+    f = f.subs(sp.Symbol("beta", positive=True), b_)
+    b, a = noise_coefficients()
+    R = sp.diff(f, rho) * generator_factor(True).subs(beta, b_) / f              # L2 f / f
+    R0 = -b / (1 - rho)                                                          # the beta = 0 ratio
+    T = (1 + rho) * (k0 - rho * Krho)
+    x = b_ * (1 - rho)
+    psi = _psi(x)
+    res_factor = _exp_free(R - psi * (R0 - b_ * T), b_)
+    split = (d - 1) * (k0 * rho - Krho) / (1 - rho) + (1 + rho) * Krho
+    res_split = sp.cancel(R0 - split)
+    edge = edge_rate()
+    R0_minus = sp.factor(R0.subs(rho, -1).subs(Krho, K_minus))
+    anti = antipodal_rate().subs({Krho: K_minus, beta: b_})
+    res_anti = _exp_free(anti - _psi(2 * b_) * R0_minus, b_)
+    w = (1 + rho) * psi / 2
+    C0 = (1 + rho) / 2 * edge + (1 - rho) / 2 * R0_minus - R0
+    E = (k0 + K_minus) / 2
+    B = psi * (1 - rho) / 2 - (1 - w) * _psi(2 * b_)
+    gap = w * edge + (1 - w) * anti - R
+    res_gap = _exp_free(gap - (psi * C0 + b_ * psi * T + (d - 1) * E * B), b_)
+    # B >= 0: with s = (1 - rho)/2, B = psi(2 beta s) psi(2 beta) [s chi(2 beta) + (1 - s) chi(0) - chi(2 beta s)]
+    s = sp.Symbol("s", positive=True)
+    xx = sp.Symbol("x", positive=True)
+    chi0 = sp.limit(_chi(xx), xx, 0)
+    res_B = _exp_free((B.subs(rho, 1 - 2 * s)
+                       - _psi(2 * b_ * s) * _psi(2 * b_) * (s * _chi(2 * b_) + (1 - s) * chi0 - _chi(2 * b_ * s)))
+                      .subs(s, (1 - rho) / 2), b_)
+    # chi convex on x > 0: chi'' = h/x^3 with h(0) = 0 and h' = x^2 e^x >= 0
+    h = sp.exp(xx) * (xx**2 - 2 * xx + 2) - 2
+    res_chi = sp.simplify(sp.diff(_chi(xx), xx, 2) * xx**3 - h)
+    dh = sp.simplify(sp.diff(h, xx))
+    # beta = 0: the edge beats rho = -1 by 2 k0 + (d-1)(k1 - (k0 - K(-1))/2) >= 2 k0 (k1 = sum n a_n >= odd mass)
+    margin0 = 2 * k0 + (d - 1) * (k1 - (k0 - K_minus) / 2)
+    res_margin0 = sp.expand(edge - R0_minus - margin0)
+    residuals = (res_factor, res_split, res_anti, res_gap, res_B, res_chi, h.subs(xx, 0), sp.simplify(dh - xx**2 * sp.exp(xx)),
+                 chi0 - 1)
+    if any(r != 0 for r in residuals):
+        raise DerivationError(f"endpoint certificate: nonzero residuals {residuals}")
+    return dict(R=R, R0=R0, T=T, G=sp.expand(sp.cancel(R0) - b_ * T), split=split, R0_minus=R0_minus, anti=anti,
+                weight=w, C0=C0, E=E, B=B, gap_terms=(psi * C0, b_ * psi * T, (d - 1) * E * B),
+                chi_second=sp.factor(sp.diff(_chi(xx), xx, 2)), h=h, dh=dh, margin0=margin0,
+                residuals=sp.Tuple(*residuals), beta=b_)
+
+
+@lru_cache(maxsize=None)
+def schoenberg_chord() -> dict:
+    """The beta = 0 ratio R0 is below its chord for every monomial kernel K = rho^n (k0 = 1, k1 = n,
+    K(-1) = (-1)^n), hence (a positive combination) for every positive-definite kernel.
+
+    R0 = (d-1) s_n + (1 + rho) rho^n with s_n = (rho - rho^n)/(1 - rho) = rho + ... + rho^(n-1); the
+    chord defect C[h] = (1+rho)/2 h(1) + (1-rho)/2 h(-1) - h(rho) is linear, and s_n splits into
+    blocks with C >= 0: rho (C = 0), rho^(2j)(1 + rho) (C = (1+rho)(1-rho^(2j))) and, for odd n,
+    rho^(n-1) (C = 1 - rho^(n-1)).  Returns the blocks, their defects, the geometric sums and the
+    residuals of the splitting (symbolic n = 2m, 2m+1) and of the one-by-one check n <= MONOMIAL_CHECK_MAX.
+    """
+    n = sp.Symbol("n", integer=True, nonnegative=True)
+    m = sp.Symbol("m", integer=True, positive=True)
+    j = sp.Symbol("j", integer=True, positive=True)
+
+    def chord(hh, power=None):
+        """C[hh], written as (a factor) (1 - power) when `power` (rho^k) divides it out that way."""
+        out = sp.simplify((1 + rho) / 2 * hh.subs(rho, 1) + (1 - rho) / 2 * hh.subs(rho, -1) - hh)
+        if power is None:
+            return sp.factor(out)
+        t = sp.Symbol("t")
+        rest = sp.cancel(sp.expand(out).subs(power, t) / (1 - t))
+        if sp.denom(rest) != 1 or rest.has(t):
+            raise DerivationError(f"chord defect {out} is not a multiple of 1 - {power}")
+        rest = sp.factor(rest)
+        return 1 - power if rest == 1 else sp.Mul(rest, 1 - power, evaluate=False)
+
+    sfun = lambda nn: (rho - rho**nn) / (1 - rho)                      # noqa: E731
+    R0n = (d - 1) * sfun(n) + (1 + rho) * rho**n
+    res_mono = sp.simplify(endpoint_certificate()["R0"].subs({Krho: rho**n, k0: 1}) - R0n)
+    pair = rho**(2 * j) * (1 + rho)
+    geo = sp.piecewise_fold(sp.summation(pair, (j, 1, m - 1)))
+    geo = sp.cancel(geo.args[-1][0] if isinstance(geo, sp.Piecewise) else geo)   # rho^2 != 1: rho in (-1, 1)
+    res_even = sp.simplify(sfun(2 * m) - (rho + geo))
+    res_odd = sp.simplify(sfun(2 * m + 1) - (rho + geo + rho**(2 * m)))
+    blocks = {"rho": chord(rho), "pair": chord(pair, rho**(2 * j)), "last": chord(rho**(2 * m), rho**(2 * m)),
+              "top": chord((1 + rho) * rho**n, rho**n), "constant": chord(sp.S(-1) + 0 * rho)}
+    # C[R0_n] from the blocks, checked directly for n = 0..MONOMIAL_CHECK_MAX
+
+    def defect(nn: int) -> sp.Expr:
+        mm, odd = divmod(nn, 2)
+        if nn == 0:
+            cs = blocks["constant"]
+        elif nn == 1:
+            cs = sp.S.Zero
+        else:
+            cs = blocks["rho"] + sum((blocks["pair"].subs(j, k) for k in range(1, mm if not odd else mm + 1)
+                                      if 2 * k + 1 <= nn - 1), sp.S.Zero)
+            if odd:
+                cs += blocks["last"].subs(m, mm)
+        return (d - 1) * cs + blocks["top"].subs(n, nn)
+
+    C0 = endpoint_certificate()["C0"]
+    direct = [sp.expand(sp.cancel(C0.subs({Krho: rho**k, k0: 1, k1: k, K_minus: (-1)**k})) - defect(k))
+              for k in range(MONOMIAL_CHECK_MAX + 1)]
+    residuals = (res_mono, res_even, res_odd, *direct)
+    if any(r != 0 for r in residuals):
+        raise DerivationError(f"Schoenberg chord: nonzero residuals {residuals}")
+    return dict(R0n=R0n, s=sfun(n), pair=pair, geo=geo, blocks=blocks, defects=[defect(k) for k in range(6)],
+                residuals=sp.Tuple(*residuals), n=n, m=m, j=j)
+
+
+@lru_cache(maxsize=None)
+def lambda_bar_closed() -> sp.Expr:
+    """lambda_bar(beta) = max(lambda_edge, lambda_anti) for positive-definite kernels (beta = 0: lambda_edge)."""
+    cert = endpoint_certificate()
+    anti = cert["anti"].subs(cert["beta"], beta)
+    le = sp.Symbol("lambda_edge")
+    return sp.Piecewise((le, sp.Eq(beta, 0)), (sp.Max(le, anti), True), evaluate=False)
+
+
 @register("dissipation")
 def dissipation() -> Derivation:
     """lambda_bar edge value (d-1) k1 - (d-3) k0, the stable ratio, and the ReLU formula."""
@@ -113,7 +283,14 @@ def dissipation() -> Derivation:
          "$f(\\rho) = e^{\\beta} - e^{\\beta\\rho}$ for $\\beta > 0$, $f(\\rho) = 1 - \\rho$ for $\\beta = 0$",
          "$\\bar\\lambda(\\beta) = \\sup_{\\rho \\in [-1, 1)} L_2 f / f$",
          "near $\\rho = 1$: $K(1-u) = k_0 - k_1 u + c\\, u^{1+\\alpha}$ with $\\alpha > 0$ (this covers non-analytic "
-         "kernels)"],
+         "kernels)",
+         "for where the supremum sits: $K$ positive definite on every sphere, i.e. (Schoenberg) $K(\\rho) = "
+         "\\sum_{n \\ge 0} a_n \\rho^{n}$ with $a_n \\ge 0$, so $k_0 = \\sum_n a_n$ and "
+         "$k_1 = \\sum_n n a_n < \\infty$. Every kernel of an MLP block with Gaussian weights is of this form: by "
+         "Mehler's formula $E[\\phi(U)\\phi(V)]$ is a series in the correlation $r = (\\sigma_w^2 \\rho + "
+         "\\sigma_b^2)/S$ with coefficients $\\ge 0$, $r^{k}$ is a polynomial in $\\rho$ with coefficients "
+         "$\\ge 0$, and deep blocks compose such series",
+         "standard inequalities used: " + "; ".join(ENDPOINT_LEMMAS)],
         [], None)
     Nb = generator_factor(True)
     dv.add("$f'' = \\beta f'$, hence $L_2 f = f' (b + \\beta a/2)$; the factor $N = b + \\beta a/2$", Nb)
@@ -126,11 +303,62 @@ def dissipation() -> Derivation:
     dv.add("Edge value $\\lim_{\\rho \\to 1} L_2 f / f$ (the same for $\\beta > 0$ and $\\beta = 0$)", sp.Eq(le, lam))
     relu = relu_edge_rate()
     dv.add("ReLU ($k_0$, $k_1$ from the kernel derivation)", sp.Eq(le, relu))
-    dv.result = sp.Eq(le, lam)
-    dv.lhs = r"\bar\lambda(\beta) \ge \lambda_{\mathrm{edge}} ="      # a supremum is at least its edge limit
+    closed = _endpoint_steps(dv)
+    dv.result = sp.Tuple(sp.Eq(le, lam), sp.Eq(sp.Symbol("lambda_bar"), closed))
+    dv.lhs = (r"\bar\lambda(\beta) \ge \lambda_{\mathrm{edge}} =",     # a supremum is at least its edge limit
+              r"\text{positive-definite } K:\quad \bar\lambda(\beta) =")
     dv.extras.update(edge_rate=sp.sstr(lam), edge_rate_relu=sp.sstr(relu),
-                     stable_numerator=sp.sstr(stable_numerator()))
+                     stable_numerator=sp.sstr(stable_numerator()), lambda_bar_closed=sp.sstr(closed),
+                     antipodal_rate=sp.sstr(endpoint_certificate()["anti"].subs(endpoint_certificate()["beta"], beta)),
+                     sup_location="rho -> 1 or rho = -1, never inside (-1, 1), for positive-definite kernels")
     return dv
+
+
+def _endpoint_steps(dv: Derivation) -> sp.Expr:
+    """The steps 'the supremum sits at rho -> 1 or at rho = -1' (positive-definite kernels); returns
+    lambda_bar in closed form."""
+    cert, sch = endpoint_certificate(), schoenberg_chord()
+    b_ = cert["beta"]
+    dv.add("Where the supremum sits (positive-definite $K$, Assumption). With $x = \\beta (1 - \\rho)$, "
+           "$\\psi(x) = x/(e^{x} - 1)$, the $\\beta = 0$ ratio $R_0 = -b/(1 - \\rho)$ and "
+           "$T = (1 + \\rho)(k_0 - \\rho K(\\rho))$: $L_2 f / f = \\psi(x)\\,(R_0 - \\beta T)$; the residual",
+           cert["residuals"][0])
+    dv.add("$R_0$ splits as", cert["split"])
+    dv.add("For a monomial kernel $K = \\rho^{n}$ ($k_0 = 1$, $k_1 = n$, $K(-1) = (-1)^{n}$) this is "
+           "$R_0 = (d - 1)\\, s_n + (1 + \\rho) \\rho^{n}$ with $s_n$ below, "
+           "$s_n = \\rho + \\rho^{2} + \\dots + \\rho^{n-1}$", sch["s"])
+    dv.add("For $n = 2m$: $s_n = \\rho + \\sum_{j=1}^{m-1} \\rho^{2j} (1 + \\rho)$, whose sum is (for "
+           "$\\rho \\in (-1, 1)$) the expression below; for $n = 2m + 1$ add $\\rho^{2m}$", sch["geo"])
+    dv.add("Both splittings of $s_n$ ($n = 2m$, $n = 2m + 1$): the residuals", sch["residuals"][1:3])
+    bl = sch["blocks"]
+    dv.add("The chord defect $C[h](\\rho) = \\frac{1 + \\rho}{2} h(1) + \\frac{1 - \\rho}{2} h(-1) - h(\\rho)$ "
+           "is linear in $h$; of the blocks $\\rho$, $\\rho^{2j}(1 + \\rho)$, $\\rho^{2m}$ and "
+           "$(1 + \\rho)\\rho^{n}$ it is, in this order, as below: each is $\\ge 0$ on $[-1, 1]$",
+           sp.Tuple(bl["rho"], bl["pair"], bl["last"], bl["top"]))
+    dv.add(f"Hence $C[R_0] = \\sum_n a_n C[R_{{0,n}}] \\ge 0$ for every positive-definite $K$ ($R_0$ lies below its "
+           f"chord; its values at the ends are $R_0(1^-) = \\lambda_{{\\mathrm{{edge}}}}$ and $R_0(-1)$). "
+           f"The blocks' sum against $C[R_{{0,n}}]$ computed directly, $n = 0, \\dots, {MONOMIAL_CHECK_MAX}$: the "
+           f"residuals", sch["residuals"][3:])
+    dv.add("$R_0(-1)$, in $K(-1)$", cert["R0_minus"])
+    dv.add("$\\beta > 0$: with the weight $w = (1 + \\rho)\\psi(x)/2 \\in [0, 1]$, "
+           "$E = (k_0 + K(-1))/2$ (the even coefficients' sum, $\\ge 0$) and "
+           "$B = \\psi(x)(1 - \\rho)/2 - (1 - w)\\psi(2\\beta)$, the identity "
+           "$w\\, \\lambda_{\\mathrm{edge}} + (1 - w)\\, L_2 f / f|_{\\rho = -1} - L_2 f / f = "
+           "\\psi(x)\\, C[R_0] + \\beta \\psi(x)\\, T + (d - 1) E B$: the residual", cert["residuals"][3])
+    dv.add("$B \\ge 0$: with $s = (1 - \\rho)/2$ and $\\chi = 1/\\psi$, "
+           "$B = \\psi(2\\beta s)\\psi(2\\beta)\\,[s \\chi(2\\beta) + (1 - s)\\chi(0) - \\chi(2\\beta s)]$ "
+           "with $\\chi(0) = 1$: the residuals", sp.Tuple(cert["residuals"][4], cert["residuals"][8]))
+    dv.add("$\\chi(x) = (e^{x} - 1)/x$ is convex: its second derivative, below, is $h/x^{3}$ with "
+           "$h = e^{x}(x^{2} - 2x + 2) - 2$, $h(0) = 0$ and $h' = x^{2} e^{x} \\ge 0$, so the bracket of $B$ (a chord "
+           "of $\\chi$ minus $\\chi$) is $\\ge 0$", cert["chi_second"])
+    dv.add("So every term is $\\ge 0$ ($T \\ge 0$ as $|K(\\rho)| \\le k_0$), and $\\beta\\psi(x) T > 0$ on "
+           "$(-1, 1)$ when $\\beta > 0$: $L_2 f / f < \\max(\\lambda_{\\mathrm{edge}}, L_2 f / f|_{\\rho = -1})$ "
+           "inside. At $\\beta = 0$ ($w = (1 + \\rho)/2$, $B = 0$) the edge beats $\\rho = -1$ by the margin below, "
+           "$\\ge 2 k_0 > 0$ since $k_1 = \\sum_n n a_n \\ge \\sum_{n \\text{ odd}} a_n = (k_0 - K(-1))/2$",
+           cert["margin0"])
+    dv.add("The value at $\\rho = -1$ ($\\beta > 0$), in $K(-1)$: the supremum over $[-1, 1)$ is the larger of it and "
+           "$\\lambda_{\\mathrm{edge}}$, never attained inside $(-1, 1)$", cert["anti"].subs(b_, beta))
+    return lambda_bar_closed()
 
 
 @lru_cache(maxsize=None)
@@ -168,7 +396,9 @@ def coercivity() -> Derivation:
     anti = antipodal_rate()
     dv.add("Value of $L_2 f / f$ at $\\rho = -1$ (in it $K(\\rho)$ stands for $K(-1)$). For $\\beta > 0$ it tends to "
            "$0$ as $\\beta \\to \\infty$, and $\\bar\\lambda(\\beta)$ is at least this value, so dissipation degrades "
-           "exponentially in $\\beta$ (numerically, for ReLU, the supremum sits at $\\rho \\to 1$ or at $\\rho = -1$)",
+           "exponentially in $\\beta$. For a positive-definite $K$ (every MLP kernel) $\\bar\\lambda(\\beta)$ is the "
+           "larger of this value and $\\lambda_{\\mathrm{edge}}$ (the dissipation derivation), so the interior "
+           "condition holds once the edge condition does and, for $\\beta > 0$, $K(-1) > -k_0$",
            anti)
     F, A, B, thr, d_set = relu_region()
     dv.add("ReLU: the sign of $\\lambda_{\\mathrm{edge}}$ is the sign of $F(d, t)$, where $t = \\sigma_b / \\sigma_w$", F)
@@ -569,4 +799,5 @@ def attention_bound() -> Derivation:
 
 
 __all__ = ["dissipation", "coercivity", "attention_bound", "edge_rate", "relu_edge_rate", "relu_region",
-           "generator_factor", "stable_numerator", "antipodal_rate", "near_sync_attention_rate", "energy_identity_residual", "beta", "q", "t_ratio"]
+           "generator_factor", "stable_numerator", "antipodal_rate", "endpoint_certificate", "schoenberg_chord",
+           "lambda_bar_closed", "K_minus", "near_sync_attention_rate", "energy_identity_residual", "beta", "q", "t_ratio"]
