@@ -3,8 +3,8 @@
 Everything here is a sympy result of ``symbolic/two_point``, ``lyapunov`` and ``dissipation``,
 evaluated through the one bridge (``sssn_verify.bridge``) and fed with K from ``numeric.kernels``:
 ``lambda1(d, k0, k1)``, ``lambda_bar(activation, d, sw, sb, sa, beta) -> (value, argmax_rho)``
-(the sup of L2 f / f in a stable form without cancellation near rho = 1, over a dense grid plus
-the edge limit, refined by nested grids), ``near_sync_rate`` (a lower bound on any uniform
+(the sup of L2 f / f: the larger of the edge limit and the value at rho = -1, derived for
+positive-definite kernels, every kernel the toolkit builds), ``near_sync_rate`` (a lower bound on any uniform
 decay rate), ``c_att`` / ``c_att_general`` for one or H heads.  The public, model-level
 functions (``sv.lambda1(params)``, ...) are in ``sssn_verify.regime``.  The stable forms, the
 grids and the limits: docs/numerics.md, section "Rates".
@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ..errors import DerivationError, ParameterError
+from ..errors import ParameterError
 from ..params import check_int, check_real
 from .kernels import kernel
 
@@ -102,8 +102,14 @@ def lambda_bar_from_kernel(kf, d: int, beta: float) -> tuple[float, float]:
 
 def lambda_bar_rows(kf, d, beta) -> tuple[np.ndarray, np.ndarray]:
     """lambda_bar and its argmax rho for one kernel and many (d, beta) rows at once (1-D arrays of one
-    length): the grid, the edge comparison and the nested refinement of the module docstring, row by
-    row in one array, so a scan costs numpy passes, not a Python loop per point."""
+    length): the larger of the edge value and the value at rho = -1, argmax 1.0 (the edge limit) or -1.0.
+
+    For a positive-definite kernel, K(rho) = sum a_n rho^n with a_n >= 0 (every kernel the toolkit
+    builds: MLP blocks with Gaussian weights, deep blocks, any activation or expression), the supremum of
+    L2 f / f over [-1, 1) sits at rho -> 1 or at rho = -1 and never inside (symbolic/dissipation,
+    ``endpoint_certificate``): no search over rho is needed, and none is made, so the near-edge values,
+    where a kernel's gap loses digits, never enter.  The value at rho = -1 is the derived stable ratio at
+    u = 2."""
     d = np.asarray(d, dtype=float).ravel()
     beta = np.broadcast_to(np.asarray(beta, dtype=float).ravel(), d.shape)
     n = d.size
@@ -112,69 +118,9 @@ def lambda_bar_rows(kf, d, beta) -> tuple[np.ndarray, np.ndarray]:
     if math.isinf(kf.k1):
         return np.full(n, math.inf), np.ones(n)
     edge = np.asarray(_fn("dissipation.edge_rate")(d, kf.k0, kf.k1), dtype=float) * np.ones(n)
-    value, argmax = edge.copy(), np.ones(n)
-    for start in range(0, n, _ROWS):
-        rows = slice(start, min(n, start + _ROWS))
-        value[rows], argmax[rows] = _sup_rows(kf, d[rows, None], beta[rows, None], edge[rows])
-    return value, argmax
-
-
-_ROWS = 64                  # rows per block: 64 x 2640 doubles (1.4 MB) stay in cache
-
-
-def _grid_ratio(kf, d, beta) -> np.ndarray:
-    """ratio on GRID_U for rows (d, beta) (columns (n, 1)): per distinct beta the derived numerator at
-    d = 0 and its slope in d (N/u is affine in d: b is, a does not involve d; checked at d = 3), so a row
-    costs one multiply-add per grid point instead of the whole expression."""
-    us = GRID_U[None, :]
-    qs = kf.gap(GRID_U)[None, :] / us
-    f = _fn("dissipation.stable_numerator")
-    betas, inv = np.unique(beta[:, 0], return_inverse=True)
-    b = betas[:, None]
-    num0 = np.asarray(f(us, qs, 0.0, kf.k0, b), dtype=float) * np.ones_like(b)
-    slope = np.asarray(f(us, qs, 1.0, kf.k0, b), dtype=float) - num0
-    num3 = np.asarray(f(us, qs, 3.0, kf.k0, b), dtype=float)
-    if not np.allclose(num0 + 3.0 * slope, num3, rtol=1e-12, atol=1e-12 * kf.k0):
-        raise DerivationError("dissipation.stable_numerator is not affine in d")
-    x = b * us
-    h = np.where(x > 0, -np.expm1(-x) / np.where(x > 0, x, 1.0), 1.0)
-    pref = -np.exp(-x) / h
-    out = np.empty((d.shape[0], GRID_U.size))
-    for k in range(betas.size):
-        rows = slice(None) if betas.size == 1 else (inv == k)
-        block = np.multiply(d[rows], slope[k], out=out if betas.size == 1 else None)
-        block += num0[k]                    # in place: one (rows, G) array per distinct beta
-        block *= pref[k]
-        if betas.size > 1:
-            out[rows] = block
-    return out
-
-
-def _sup_rows(kf, d, beta, edge):
-    vals = _grid_ratio(kf, d, beta)
-    i = np.argmax(vals, axis=1)
-    best = vals[np.arange(i.size), i]
-    at_edge = edge >= best
-    lo = np.where(i > 0, GRID_U[np.maximum(i - 1, 0)], 0.5 * GRID_U[0])
-    hi = np.where(i + 1 < GRID_U.size, GRID_U[np.minimum(i + 1, GRID_U.size - 1)], GRID_U[i])
-    best_u = GRID_U[i].copy()
-    tol = 1e-13 + 1e-10 * lo
-    active = ~at_edge & (hi - lo > tol)
-    while active.any():
-        # nested grids: each pass keeps the two cells around the best point (the bracket shrinks 16x);
-        # the grid points already seen stay candidates, so the sup never decreases
-        r = np.nonzero(active)[0]
-        us = np.linspace(lo[r], hi[r], _REFINE_POINTS, axis=1)
-        v = ratio(kf, d[r], beta[r], us)
-        j = np.argmax(v, axis=1)
-        vj, uj = v[np.arange(r.size), j], us[np.arange(r.size), j]
-        better = vj > best[r]
-        best[r] = np.where(better, vj, best[r])
-        best_u[r] = np.where(better, uj, best_u[r])
-        step = (hi[r] - lo[r]) / (_REFINE_POINTS - 1)
-        lo[r], hi[r] = np.maximum(lo[r], uj - step), np.minimum(hi[r], uj + step)
-        active[r] = hi[r] - lo[r] > tol[r]
-    return np.where(at_edge, edge, best), np.where(at_edge, 1.0, 1.0 - best_u)
+    anti = np.asarray(ratio(kf, d, beta, np.full(n, 2.0)), dtype=float) * np.ones(n)
+    at_edge = edge >= anti
+    return np.where(at_edge, edge, anti), np.where(at_edge, 1.0, -1.0)
 
 
 def heads(Q, K, V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
