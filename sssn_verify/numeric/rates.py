@@ -215,7 +215,8 @@ def lambda_proj(d: int, k0: float, k1: float) -> float:
 
 def lambda_bar_proj_from_kernel(kf, d: int) -> tuple[float, float]:
     """(sup_{rho in [0, 1)} L f / f for f = 1 - rho^2, argmax rho; 1.0 = the rho -> 1 limit) for an odd
-    field's kernel: the grid PROJ_GRID_U, the edge limit, nested refinement (as ``lambda_bar``)."""
+    field's kernel: the grid PROJ_GRID_U, the edge limit, nested refinement around the best grid point (33
+    points, the bracket shrinking 16x per pass down to 1e-13 + 1e-10 u)."""
     d = check_int("d", d, 2)
     if kf.k0 == 0.0:
         return 0.0, 1.0
