@@ -152,7 +152,11 @@ def test_random_positive_definite_kernels_never_peak_inside(seed):
 
 def test_random_kernels_at_30_digits_near_both_ends():
     """mpmath at 30 digits next to rho = 1 (u down to 1e-12) and rho = -1, where floats lose digits."""
-    mp.mp.dps = 30
+    with mp.workdps(30):          # local: other modules' tests set their own global precision
+        _random_kernels_at_30_digits()
+
+
+def _random_kernels_at_30_digits():
     rng = np.random.default_rng(11)
     kernels = random_kernels(rng, 24)
     us = [mp.mpf(10) ** (-k) for k in range(2, 13)] + [2 - mp.mpf(10) ** (-k) for k in range(2, 13)] + \
