@@ -291,8 +291,9 @@ class CampaignResult:
       most ``alpha`` when every formula is right (Holm inside the seed), and seeds are
       independent, so ``p = P(Binomial(S, alpha) >= failures)``;
     * per statistical check, the estimate pooled over seeds (mean of the per-seed
-      estimates, stderr ``sqrt(sum se_s^2) / S``), re-tested against the formula with the
-      check's own tolerance (per configuration, then Bonferroni over configurations, as the
+      estimates, stderr ``sqrt(sum se_s^2) / S``), re-tested against the mean of the per-seed
+      expected values (a claim may draw its test function or tokens per seed) with the check's own
+      tolerance and one- or two-sidedness (per configuration, then Bonferroni over configurations, as the
       claim does at one seed).  S seeds shrink the stderr by sqrt(S): the pooled test sees
       errors a single seed cannot.  Checks without an estimate and a stderr are not pooled.
 
@@ -333,24 +334,33 @@ class CampaignResult:
 
 
 def _pool_points(points_by_seed: list[list[dict]], alternative: str, level: float):
-    """Per configuration: pooled estimate and its agreement test; None if not poolable."""
+    """Per configuration: pooled estimate and its agreement test; None if not poolable.
+
+    A configuration is the same sub-test at every seed (same name, same one- or two-sidedness); its
+    expected value may differ between seeds (a claim may draw its test function or its starting tokens
+    from the seed's key), so the pooled test compares the mean estimate with the mean expected value,
+    i.e. tests the mean of the per-seed differences."""
     from .stats import agreement_test
     S = len(points_by_seed)
+    if len({len(pp) for pp in points_by_seed}) != 1:
+        return None
     out = []
     for j, first in enumerate(points_by_seed[0]):
         pts = [pp[j] for pp in points_by_seed]
         try:
             est = [float(p["estimate"]) for p in pts]
             se = [float(p["stderr"]) for p in pts]
-            exp = float(first["expected"])
+            exp = [float(p["expected"]) for p in pts]
             tol = max(float(p.get("tolerance") or 0.0) for p in pts)
         except (TypeError, ValueError, KeyError):
             return None
-        if not all(math.isfinite(x) for x in est + se + [exp]):
+        if not all(math.isfinite(x) for x in est + se + exp):
             return None
+        if len({p.get("name") for p in pts}) != 1 or len({p.get("alternative") for p in pts}) != 1:
+            return None                        # not the same sub-test at every seed (e.g. explored points)
         pooled = agreement_test(first.get("name", f"point {j}"), sum(est) / S,
-                                math.sqrt(sum(x * x for x in se)) / S, exp, level=level, n=S,
-                                abs_tol=tol, alternative=pts[0].get("alternative", alternative),
+                                math.sqrt(sum(x * x for x in se)) / S, sum(exp) / S, level=level, n=S,
+                                abs_tol=tol, alternative=first.get("alternative") or alternative,
                                 method="mean over seeds, z-test")
         out.append(pooled)
     return out

@@ -54,7 +54,7 @@ def combine(name: str, parts: Sequence[CheckResult], level: float, *, method: st
     i_shown, mde, basis = _shown(parts, mdes, order, passed)
     shown = parts[i_shown]
     pts = [{"name": c.name, "estimate": c.estimate, "stderr": c.stderr, "expected": c.expected,
-            "pvalue": c.pvalue, "tolerance": c.tolerance, "min_detectable": m,
+            "pvalue": c.pvalue, "tolerance": c.tolerance, "alternative": c.alternative, "min_detectable": m,
             **({"power_note": c.details["power_note"]} if m is None and "power_note" in c.details else {})}
            for c, m in zip(parts, mdes)]
     return CheckResult(name=name, passed=passed, estimate=shown.estimate,
