@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable
 
 from .claims import CLAIMS, UNAVAILABLE, ClaimResult, get_claim
 from .claims.base import MODES
-from .errors import ParameterError
+from .errors import NumericalError, ParameterError
 from .limits import parse_seeds  # (seeds of a campaign: checked against MAX_SEEDS)
 from .executor import Interrupted, Outcome, Task, using
 from .numeric.rng import Key, recording
@@ -54,17 +54,47 @@ class SuiteResult:
                 and all(r.passed for r in self.results))
 
     @property
+    def numerical_failures(self) -> list[ClaimResult]:
+        """The claims whose checker failed numerically (``error`` set, no checks): not verdicts."""
+        return [r for r in self.results if getattr(r, "error", None)]
+
+    @property
+    def failed_checks(self) -> list[ClaimResult]:
+        """The claims that ran and failed their checks (a verdict against the formula)."""
+        return [r for r in self.results if not getattr(r, "error", None) and not r.passed]
+
+    def exit_code(self) -> int:
+        """The suite's part of ``verify``'s exit code: 1 if a claim failed its checks, else 4 if a claim's
+        checker failed numerically (an internal failure, not a verdict), else 0."""
+        return 1 if self.failed_checks else (4 if self.numerical_failures else 0)
+
+    def _failed_words(self) -> str:
+        failed, errs = len(self.failed_checks), self.numerical_failures
+        if not errs:
+            return f"{failed} of them failed"
+        return (f"{failed} of them failed their checks, {len(errs)} could not be checked: internal numerical "
+                f"failure of {', '.join(r.name for r in errs)}")
+
+    @property
     def verdict_text(self) -> str:
-        """The suite's verdict in words (a partial suite says so and never 'passed')."""
+        """The suite's verdict in words (a partial suite says so and never 'passed'; a claim whose checker
+        failed numerically is named, as an internal failure, not a verdict on its formula)."""
         if self.interrupted:
             n = len(self.results) + len(self.interrupted)
-            failed = sum(not r.passed for r in self.results)
             return (f"PARTIAL: interrupted after {len(self.results)} of {n} claims "
-                    f"({failed} of them failed; not run: {', '.join(self.interrupted)})")
+                    f"({self._failed_words()}; not run: {', '.join(self.interrupted)})")
         if self.exploration_interrupted:
-            failed = sum(not r.passed for r in self.results)
-            return (f"PARTIAL: all {len(self.results)} claims ran ({failed} of them failed); the exploration "
+            return (f"PARTIAL: all {len(self.results)} claims ran ({self._failed_words()}); the exploration "
                     "of their domains was interrupted")
+        errs = self.numerical_failures
+        if errs:
+            names = ", ".join(r.name for r in errs)
+            n, failed = len(self.results), len(self.failed_checks)
+            rest = (f"{failed} of the other {n - len(errs)} failed their checks" if failed else
+                    f"the other {n - len(errs)} passed" if n > len(errs) else "no other claim ran")
+            head = "SOME CLAIMS FAILED" if failed else "INCOMPLETE"
+            return (f"{head}: {len(errs)} of {n} claims not checked, an internal numerical failure "
+                    f"(not a verdict on the formula): {names}; {rest}")
         return "all claims passed" if self.passed else "SOME CLAIMS FAILED"
 
     @property
@@ -79,8 +109,10 @@ class SuiteResult:
 
     def to_frame(self):
         """One row per check (pandas DataFrame): claim, check, passed, estimate, stderr, ci_low, ci_high,
-        expected, level, n, seed, pvalue, holm_adjusted_p, tolerance, method, min_detectable, power."""
-        return check_frame((r.name, c) for r in self.results for c in r.checks)
+        expected, level, n, seed, pvalue, holm_adjusted_p, tolerance, method, min_detectable, power; a claim
+        whose checker failed numerically is one row, check "internal numerical failure", passed False, its
+        message as the method and no numbers)."""
+        return check_frame(_frame_rows(self.results))
 
     def to_dict(self) -> dict[str, Any]:
         return _jsonable({
@@ -99,6 +131,17 @@ class SuiteResult:
 
 CHECK_COLUMNS = ("claim", "check", "passed", "estimate", "stderr", "ci_low", "ci_high", "expected", "level", "n",
                  "seed", "pvalue", "holm_adjusted_p", "tolerance", "method", "min_detectable", "power")
+
+
+def _frame_rows(results):
+    """(claim name, check) of every check, a claim that failed numerically as one failed stand-in row."""
+    from .stats import CheckResult
+    for r in results:
+        if getattr(r, "error", None):
+            yield r.name, CheckResult("internal numerical failure", False, None, None, None, None, r.level, 0,
+                                      seed=r.seed, method=r.error)
+        for c in r.checks:
+            yield r.name, c
 
 
 def check_frame(rows):
@@ -132,8 +175,33 @@ def _apply_holm(results: list[ClaimResult], alpha: float) -> int:
 
 
 def run_claim(name: str, mode: str, seed: int) -> ClaimResult:
-    """The suite's task: claim `name` checked at the `mode` budget with `seed` (pure, re-runnable)."""
-    return get_claim(name).run(mode, seed)
+    """The suite's task: claim `name` checked at the `mode` budget with `seed` (pure, re-runnable).
+
+    A :class:`~sssn_verify.errors.NumericalError` of the checker (the toolkit's own numbers failed at the
+    claim's fixed configurations) does not end the suite: the claim comes back as a result with no checks
+    and ``error`` set (:func:`numerical_failure`), on a worker as in this process."""
+    t0 = time.perf_counter()
+    try:
+        return get_claim(name).run(mode, seed)
+    except NumericalError as exc:
+        return numerical_failure(name, mode, seed, exc, time.perf_counter() - t0)
+
+
+def numerical_failure(name: str, mode: str, seed: int, exc: BaseException, seconds: float = 0.0) -> ClaimResult:
+    """Claim `name`'s result when its checker failed numerically: its declaration (title, statement,
+    derived result, budget, level), no checks, ``error`` the exception's message on one line; never passed."""
+    claim = get_claim(name)
+    try:
+        derived = claim.derived()
+    except Exception as err:  # noqa: BLE001 - the derivation is checked by its own tests
+        derived = f"<derivation failed: {err}>"
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    if not message.startswith(f"claim {claim.name} ("):     # Claim.run's own wrapping names them already
+        message = f"claim {claim.name} ({mode}, seed {seed}): numerical failure: {message}"
+    return ClaimResult(claim.name, claim.title, claim.statement, derived, [], mode, int(seed), claim.level,
+                       float(seconds), budget=dict(claim.budgets[mode]), statistic=claim.statistic,
+                       tolerance=claim.tolerance, derived_kind=claim.derived_kind, power=claim.power,
+                       error=message[:2000])
 
 
 def _selected(mode: str, claims: Iterable[str] | None) -> list[str]:
@@ -181,6 +249,9 @@ def verify(mode: str = "quick", claims: Iterable[str] | None = None, seed: int =
 
     ``progress=True`` shows a progress bar on stderr (dask's on a cluster); a callable gets
     each claim's name before it is submitted.  ``executor``: see the module docstring.
+    A claim whose checker fails numerically (:class:`~sssn_verify.errors.NumericalError`) does not end
+    the suite: it is a result with ``error`` set and no checks (never passed; ``SuiteResult.numerical_failures``,
+    ``exit_code()`` 4 unless another claim failed its checks), Holm judges the checks of the others.
     """
     seed = check_int("seed", seed, 0)
     alpha = check_real("alpha", alpha, 0.0, strict=True, maximum=0.5)
@@ -313,8 +384,24 @@ class CampaignResult:
     executor: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def passed(self) -> bool:
+    def checks_passed(self) -> bool:
+        """No formula was rejected: deterministic checks, the seed-failure count and the pooled tests."""
         return self.deterministic_passed and self.seed_test["passed"] and all(p["passed"] for p in self.pooled)
+
+    @property
+    def passed(self) -> bool:
+        return self.checks_passed and not self.numerical_failures
+
+    @property
+    def numerical_failures(self) -> list[dict[str, Any]]:
+        """(seed, claim, message) of every claim whose checker failed numerically at a seed: not pooled,
+        not counted as a failed seed (not a verdict on the formula), but the campaign is not passed."""
+        return [{"seed": s.seed, "claim": r.name, "message": r.error}
+                for s in self.suites for r in s.numerical_failures]
+
+    def exit_code(self) -> int:
+        """1 if a formula was rejected, else 4 if a claim failed numerically at some seed, else 0."""
+        return 1 if not self.checks_passed else (4 if self.numerical_failures else 0)
 
     @property
     def text(self) -> str:
@@ -326,6 +413,7 @@ class CampaignResult:
             "passed": self.passed, "mode": self.mode, "seeds": self.seeds, "alpha": self.alpha,
             "seconds": round(self.seconds, 3), "familywise": self.text,
             "seed_failures": self.seed_test, "deterministic_passed": self.deterministic_passed,
+            **({"numerical_failures": self.numerical_failures} if self.numerical_failures else {}),
             "pooled": self.pooled,
             "per_seed": [{k: v for k, v in s.to_dict().items() if k not in ("timings", "executor")}
                          for s in self.suites],
@@ -367,16 +455,23 @@ def _pool_points(points_by_seed: list[list[dict]], alternative: str, level: floa
 
 
 def _pool(suites: list[SuiteResult]) -> tuple[list[dict[str, Any]], bool]:
+    """Per check, its results pooled over the seeds where its claim ran (a seed where the claim's checker
+    failed numerically has no checks: left out, and named in the entry's ``seeds_failed_numerically``)."""
     pooled, det_ok = [], True
-    first = suites[0]
-    for ci, r in enumerate(first.results):
+    for ci in range(len(suites[0].results)):
+        ran = [s for s in suites if not getattr(s.results[ci], "error", None)]
+        broken = [s.seed for s in suites if getattr(s.results[ci], "error", None)]
+        if not ran:
+            continue
+        r = ran[0].results[ci]
         for k, c in enumerate(r.checks):
-            same = [s.results[ci].checks[k] for s in suites]
+            same = [s.results[ci].checks[k] for s in ran]
             if c.pvalue is None:
                 det_ok = det_ok and all(x.passed for x in same)
                 continue
             entry = {"claim": r.name, "check": c.name, "seeds_passed": sum(x.passed for x in same),
-                     "n_seeds": len(same), "level": c.level}
+                     "n_seeds": len(same), "level": c.level,
+                     **({"seeds_failed_numerically": broken} if broken else {})}
             if all("points" in x.details for x in same):
                 parts = _pool_points([x.details["points"] for x in same], c.alternative, c.level)
             else:
@@ -400,7 +495,7 @@ def _pool(suites: list[SuiteResult]) -> tuple[list[dict[str, Any]], bool]:
 def _judge_campaign(suites: list[SuiteResult], alpha: float):
     from scipy.stats import binom
     S = len(suites)
-    failures = sum(not s.passed for s in suites)
+    failures = sum(bool(s.failed_checks) for s in suites)   # a numerical failure is no verdict: not counted
     p_seed = float(binom.sf(failures - 1, S, alpha)) if failures else 1.0
     pooled, det_ok = _pool(suites)
     tested = [e for e in pooled if e["pvalue"] is not None]
@@ -420,7 +515,8 @@ def _judge_campaign(suites: list[SuiteResult], alpha: float):
 def campaign(mode: str = "quick", claims: Iterable[str] | None = None, seeds: Iterable[int] = (0,),
              progress: bool = False, *, alpha: float = DEFAULT_ALPHA, executor: Any = None) -> CampaignResult:
     """The suite at every seed of `seeds` (claims x seeds as independent tasks): per-seed
-    suites and pooled results (:class:`CampaignResult`)."""
+    suites and pooled results (:class:`CampaignResult`).  A claim whose checker fails numerically at a
+    seed is recorded there (``error``) and left out of the pooling; the other results are kept."""
     alpha = check_real("alpha", alpha, 0.0, strict=True, maximum=0.5)
     seeds = [check_int("seed", s, 0) for s in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
@@ -459,5 +555,5 @@ def campaign_plan(mode: str = "quick", claims: Iterable[str] | None = None, seed
     return plan
 
 
-__all__ = ["verify", "suite_of", "campaign", "campaign_plan", "run_claim", "parse_seeds", "SuiteResult", "CampaignResult", "DEFAULT_ALPHA"]
+__all__ = ["verify", "suite_of", "campaign", "campaign_plan", "run_claim", "numerical_failure", "parse_seeds", "SuiteResult", "CampaignResult", "DEFAULT_ALPHA"]
 

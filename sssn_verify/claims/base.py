@@ -49,15 +49,21 @@ class ClaimResult:
     tolerance: str = ""
     derived_kind: str = "sympy"
     power: str = ""
+    #: set, with no checks, when the checker failed numerically at its own fixed configurations (the
+    #: :class:`~sssn_verify.errors.NumericalError`'s one-line message): ``verify`` records the claim so
+    #: instead of abandoning the suite; an internal failure, not a verdict on the formula (never passed)
+    error: str | None = None
 
     @property
     def passed(self) -> bool:
-        return bool(self.checks) and all(c.passed for c in self.checks)
+        return self.error is None and bool(self.checks) and all(c.passed for c in self.checks)
 
     @property
-    def headline(self) -> CheckResult:
+    def headline(self) -> CheckResult | None:
         """The check shown in one-line summaries: the first failing one, else the first
-        statistical one (it has an interval), else the first."""
+        statistical one (it has an interval), else the first (None: no check finished, see ``error``)."""
+        if not self.checks:
+            return None
         for c in self.checks:
             if not c.passed:
                 return c
@@ -71,13 +77,15 @@ class ClaimResult:
         return _jsonable({
             "name": self.name, "title": self.title, "statement": self.statement,
             "derived": self.derived, "derived_kind": self.derived_kind, "passed": self.passed,
-            "headline": h.name, "estimate": h.estimate, "stderr": h.stderr,
-            "ci": None if h.ci is None else list(h.ci), "expected": h.expected,
+            **({} if h is None else {"headline": h.name}),
+            "estimate": None if h is None else h.estimate, "stderr": None if h is None else h.stderr,
+            "ci": None if h is None or h.ci is None else list(h.ci), "expected": None if h is None else h.expected,
             "level": self.level, "mode": self.mode, "seed": self.seed,
             "seconds": round(self.seconds, 3), "budget": self.budget, "notes": self.notes,
             "statistic": self.statistic, "tolerance": self.tolerance,
             "power": self.power_summary(),
             "checks": [c.to_dict() for c in self.checks],
+            **({} if self.error is None else {"error": {"kind": "numerical", "message": self.error}}),
         })
 
     def power_summary(self) -> dict[str, Any]:
