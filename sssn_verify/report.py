@@ -33,7 +33,7 @@ from .outputs import check_folder, write_atomic
 from .errors import OutputError
 from .stats import CheckResult, _jsonable
 
-SCHEMA_VERSION = "1.2.0"
+SCHEMA_VERSION = "1.3.0"
 
 # distributions whose versions go into the provenance block (None when not installed)
 LIBRARIES = ("numpy", "scipy", "sympy", "mpmath", "numba", "matplotlib", "POT", "tqdm", "hypothesis",
@@ -103,11 +103,30 @@ def claim_power_cell(r) -> str:
     return power_cell(m) + (" (weakest check)" if basis == "weakest check" else "")
 
 
+#: what a claim recorded with ``error`` (``verify.numerical_failure``) means, in words
+NUMERICAL_FAILURE_TEXT = ("an internal numerical failure of the toolkit at the claim's own configurations, "
+                          "not a verdict on the formula")
+
+
+def error_text(r) -> str:
+    """What a claim recorded with ``error`` (its checker failed numerically) is, in one plain sentence."""
+    return (f"not checked ({r.mode} mode, seed {r.seed}): {NUMERICAL_FAILURE_TEXT}; no check finished, the "
+            f"claim does not count as passed and Holm judged the other claims' checks. The error: "
+            + " ".join(str(r.error).split()))
+
+
+#: the verdict cell of a claim whose checker failed numerically
+ERROR_VERDICT = "NUMERICAL FAILURE"
+
+
 def power_sentence(r, designed: str | None = None) -> str:
     """The report's 'Power.' paragraph of a claim, as LaTeX prose of ours (the check's name and the
     claim's design statement are): the achieved headline power, which check it is and why, then the
     design statement when the claim declares one (never '-')."""
     from .claims.base import headline_power
+    if getattr(r, "error", None):
+        return "none achieved: no check finished (an internal numerical failure)" + (
+            f". Design: {designed}" if designed else "")
     m, basis, which = headline_power(r)
     if m is None:
         achieved = "no check states a relative power (every check is degenerate, a sign test or has no relative scale)"
@@ -165,6 +184,9 @@ def table(suite) -> str:
     for r in suite.results:
         h = r.headline
         derived = r.derived if _kind(r) == "sympy" else f"(stated) {_plain(r.derived)}"
+        if getattr(r, "error", None):
+            rows.append((r.name, _short(derived, 42), "-", "-", "ERROR", "-", f"{r.seconds:.1f}s"))
+            continue
         rows.append((r.name, _short(derived, 42), estimate_text(h), _fmt(h.expected),
                      "PASS" if r.passed else "FAIL", claim_power_cell(r), f"{r.seconds:.1f}s"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -183,7 +205,11 @@ def table(suite) -> str:
     lines.append(DETECTS_TEXT)
     for name, why in getattr(suite, "unavailable", {}).items():
         lines.append(f"not run: {name} ({_short(why, 80)})")
-    if getattr(suite, "interrupted", None):
+    from .escape import terminal
+    for r in suite.results:
+        if getattr(r, "error", None):
+            lines.append(f"ERROR {r.name}: {terminal(error_text(r))}")
+    if getattr(suite, "interrupted", None) or any(getattr(r, "error", None) for r in suite.results):
         lines.append(suite.verdict_text)
     return "\n".join(lines)
 
@@ -383,6 +409,10 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
     for r in suite.results:
         h = r.headline
         lab = "" if _kind(r) == "sympy" else "(stated) "
+        if getattr(r, "error", None):
+            lines.append(f"| {r.name} | {lab}{_md_result_cell(r)} | - | - | **{ERROR_VERDICT}** "
+                         f"(internal, not a verdict; below) | - | {r.seconds:.1f}s |")
+            continue
         lines.append(f"| {r.name} | {lab}{_md_result_cell(r)} | {estimate_text(h)} | "
                      f"{_fmt(h.expected)} | {'PASS' if r.passed else 'FAIL'} | {claim_power_cell(r)} | "
                      f"{r.seconds:.1f}s |")
@@ -393,6 +423,8 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
     for r in suite.results:
         c = by_name.get(r.name, {})
         lines += ["", f"## {r.name}: {r.title}", "", f"**Statement.** {r.statement}", "",
+                  *([f"**{ERROR_VERDICT}: {_cell(_escape_md(error_text(r)))}**", ""]
+                    if getattr(r, "error", None) else []),
                   _derived_md(r), "",
                   f"**Statistic.** {c.get('statistic') or '-'}", "",
                   f"**Tolerance policy.** {c.get('tolerance') or '-'}", "",
@@ -400,6 +432,9 @@ def markdown(suite, figs: dict[str, list] | None = None, *, data: dict | None = 
                   f"Confidence level of each check {r.level}; budget:", ""] + kv_table_md(r.budget or {}) + [""]
         if c.get("configuration"):
             lines += ["Checker configuration:", ""] + kv_table_md(c["configuration"]) + [""]
+        if getattr(r, "error", None):
+            lines += ["No check finished: the checker failed numerically (see above)."]
+            continue
         lines += ["| check | estimate [CI] | expected | tol | p-value | Holm p | n | seed | method | verdict | detects |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for chk in r.checks:
@@ -425,6 +460,7 @@ table{border-collapse:collapse;margin:0.8rem 0;font-size:0.88rem}
 th,td{border:1px solid #ccc;padding:0.25rem 0.5rem;text-align:left;vertical-align:top}
 th{background:#f3f3f3}code{font-size:0.9em;background:#f6f6f6;padding:0 0.2em;word-break:break-word}
 .pass{color:#0a6b2d;font-weight:600}.fail{color:#b00020;font-weight:600}
+.error{color:#8a4b00;font-weight:600}p.error{font-weight:normal;color:#222;background:#fff3e0;border-left:4px solid #e08a00;padding:0.4rem 0.6rem}
 figure{margin:1rem 0}figure img{max-width:100%;border:1px solid #ddd}figcaption{font-size:0.85rem;color:#555}
 dl{display:grid;grid-template-columns:max-content auto;gap:0.2rem 1rem}dt{font-weight:600}dd{margin:0}
 math{font-size:1.05em}.result{margin:0.6rem 0;overflow-x:auto;overflow-y:hidden}table.kv caption{text-align:left;font-weight:600;
@@ -636,6 +672,12 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
     for r in suite.results:
         hd = r.headline
         lab = "" if _kind(r) == "sympy" else "(stated) "
+        if getattr(r, "error", None):
+            h.append(f'<tr><td><a href="#{_e(r.name)}">{_e(r.name)}</a></td><td>{result_html(r, short=True)}</td>'
+                     f'<td>-</td><td>-</td><td><span class="error">{ERROR_VERDICT}</span> '
+                     f'(<a href="#{_e(r.name)}">internal, not a verdict</a>)</td><td>-</td>'
+                     f"<td>{r.seconds:.1f} s</td></tr>")
+            continue
         h.append(f'<tr><td><a href="#{_e(r.name)}">{_e(r.name)}</a></td><td>{result_html(r, short=True)}</td>'
                  f"<td>{_e(estimate_text(hd))}</td>"
                  f"<td>{_e(_fmt(hd.expected))}</td><td>{_verdict_html(r.passed)}</td>"
@@ -648,6 +690,8 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
     for r in suite.results:
         c = by_name.get(r.name, {})
         h += [f'<h2 id="{_e(r.name)}">{_e(r.name)}: {prose_html(r.title)}</h2>',
+              *([f'<p class="error"><strong>{ERROR_VERDICT}:</strong> {_e(error_text(r))}</p>']
+                if getattr(r, "error", None) else []),
               f"<p><strong>Statement.</strong> {prose_html(r.statement)}</p>",
               (f"<div class=\"result\"><strong>{'Derived result' if _kind(r) == 'sympy' else 'Stated bound'}."
                f"</strong> {result_html(r)}</div>"),
@@ -659,6 +703,9 @@ def html_report(suite, figs: dict[str, list] | None = None, images: dict[str, by
             h.append(kv_table_html(r.budget, f"Budget ({suite.mode} mode): samples, paths and sizes of the checks"))
         if c.get("configuration"):
             h.append(kv_table_html(c["configuration"], "Checker configuration: the fixed parameter grids of the checks"))
+        if getattr(r, "error", None):
+            h.append('<p class="error">No check finished: the checker failed numerically (see above).</p>')
+            continue
         h.append("<table><tr><th>check</th><th>estimate [CI]</th><th>expected</th><th>tol</th><th>p-value</th>"
                  "<th>Holm p</th><th>n</th><th>seed</th><th>method</th><th>verdict</th><th>detects</th></tr>")
         for chk in r.checks:
@@ -882,8 +929,11 @@ def _summary_figure(plt, np, suite):
                   "line: confidence interval; bar and arrow: one-sided bound; shaded: tolerance allowance",
                   fontsize=8)
     n_pass = sum(r.passed for r in suite.results)
+    n_err = sum(bool(getattr(r, "error", None)) for r in suite.results)
     ax.set_title(f"sssn_verify {suite.mode} mode, seed {suite.seed}: {n_pass}/{len(suite.results)} claims "
-                 f"passed, {len(rows)} checks\n(green: check passed, red: failed; markers clipped at $\\pm{lim:g}$)",
+                 f"passed, {len(rows)} checks"
+                 + (f"; {n_err} claim{'s' if n_err > 1 else ''} not checked (internal numerical failure)"
+                    if n_err else "") + f"\n(green: check passed, red: failed; markers clipped at $\\pm{lim:g}$)",
                  fontsize=9)
     ax.grid(axis="x", color="#eee")
     fig.tight_layout()
