@@ -5,7 +5,8 @@ Every sub-command lives in its own module of this package and exposes
 Any :class:`~sssn_verify.errors.SSSNError` (bad input, blow-up) becomes a
 one-line message on stderr and exit code 2, but a
 :class:`~sssn_verify.errors.NumericalError` (the toolkit's own numbers failed at valid input) exit
-code 4; Ctrl-C exits 130 with one line (SIGTERM and
+code 4 (``verify`` records a claim whose checker failed so, writes every result, table, JSON and
+report, then exits 4 with one line, or 1 if another claim failed its checks); Ctrl-C exits 130 with one line (SIGTERM and
 SIGHUP: 128 + the signal's number, with one line); a
 closed pipe (``| head``) ends quietly; any other exception is a bug: one line
 asking for a report, the traceback saved to a file, exit code 3
@@ -138,7 +139,8 @@ def _main(argv: list[str] | None = None) -> int:
     """Run one sub-command.  Exit codes: 0 success (or a passing check), 1 a failed
     verification/rejected candidate, 2 bad input (one line on stderr), 3 an internal
     error (one line, traceback saved to a file), 4 an internal numerical failure at valid input
-    (one line; ``verify`` still writes every finished result), 130 interrupted."""
+    (one line; ``verify`` still writes every result, the failing claim marked as such, and exits 1
+    instead when another claim failed its checks), 130 interrupted."""
     # figures are written with Agg whatever MPLBACKEND says (a bogus value would stop matplotlib's import)
     os.environ["MPLBACKEND"] = "Agg"
     for stream in ("stdout", "stderr"):    # started with 1>&- or 2>&-: Python has None there; discard

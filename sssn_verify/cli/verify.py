@@ -21,7 +21,13 @@ def register(sub) -> None:
     p = sub.add_parser("verify", help="run the verification suite: every claim derived, checked, reported",
                        description="Derive every claim with sympy, confirm it numerically with a stated "
                                    "level, and control the family-wise false alarms (Holm). Exit 0 only "
-                                   "if every claim passes, 1 if one fails, 2 on bad input.",
+                                   "if every claim passes, 1 if one fails its checks (or the exploration "
+                                   "finds a counterexample), 2 on bad input, 3 if an explored point hit an "
+                                   "internal error, 4 if a claim's checker (or an explored point) failed "
+                                   "numerically and nothing failed its checks: that claim is recorded "
+                                   "as an internal numerical failure, not a verdict on its formula, and "
+                                   "the other claims, the table, --json and --report are still written "
+                                   "whole (campaigns likewise); 130 on Ctrl-C (a partial report).",
                        epilog=epilog(EXAMPLES))
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="mode", action="store_const", const="quick",
@@ -118,8 +124,21 @@ def run(args: argparse.Namespace) -> int:
                   f"{len(paths.get('figures', []))} figures as PNG and PDF"
                   f"{', summary.pdf' if paths.get('summary') else ''}; exploration.json)")
     sys.stdout.flush()
-    # 1: a claim or an exploration failed; else 3/4: an explored point raised an internal/numerical error
-    return 1 if not suite.passed else exploration.exit_code()
+    _say_numerical_failures(suite.numerical_failures)
+    # 1: a claim failed its checks or the exploration found a counterexample; else 3: an explored point
+    # raised an internal error; else 4: a claim's checker or an explored point failed numerically
+    codes = {suite.exit_code(), exploration.exit_code()}
+    return next((c for c in (1, 3, 4) if c in codes), 0)
+
+
+def _say_numerical_failures(failed) -> None:
+    """After every result is written: one line on stderr naming the claims whose checker failed
+    numerically (as the CLI says any NumericalError), so that exit code 4 is explained."""
+    if not failed:
+        return
+    what = "; ".join(terminal(r.error) for r in failed)
+    print(f"sssn-verify verify: numerical failure (not an input error; please report it; every other result "
+          f"is written): {what}", file=sys.stderr)
 
 
 def _partial(args, suite, staged) -> int:
@@ -207,7 +226,11 @@ def _campaign(args, seeds, alpha) -> int:
     else:
         print(campaign_table(res))
     sys.stdout.flush()
-    return 0 if res.passed else 1
+    if res.numerical_failures:
+        what = "; ".join(terminal(f"seed {e['seed']}: {e['message']}") for e in res.numerical_failures)
+        print(f"sssn-verify verify: numerical failure (not an input error; please report it; every other result "
+              f"is written): {what}", file=sys.stderr)
+    return res.exit_code()
 
 
 def campaign_table(res) -> str:
@@ -228,7 +251,11 @@ def campaign_table(res) -> str:
     lines.append(f"seeds whose suite failed: {st['failures']}/{st['n_seeds']} (p = {st['pvalue']:.3g}, "
                  f"{'PASS' if st['passed'] else 'FAIL'}); deterministic checks "
                  f"{'all passed' if res.deterministic_passed else 'FAILED'}")
+    for e in res.numerical_failures:
+        lines.append(f"not checked: {e['claim']} at seed {e['seed']}, an internal numerical failure (not a verdict "
+                     f"on the formula; left out of the pooling): {terminal(e['message'])}")
     lines.append(f"{res.text}; {res.seconds:.1f}s on {res.executor.get('executor')} "
                  f"({res.executor.get('workers')} workers)")
-    lines.append("CAMPAIGN PASSED" if res.passed else "CAMPAIGN FAILED")
+    lines.append("CAMPAIGN PASSED" if res.passed else "CAMPAIGN FAILED" if not res.checks_passed else
+                 "CAMPAIGN INCOMPLETE: internal numerical failures (no formula rejected)")
     return "\n".join(lines)
