@@ -211,3 +211,31 @@ def test_on_dask_workers_the_other_claims_are_kept():
     assert suite.executor["executor"] == "dask.distributed"
     assert all(t["worker"].startswith("worker") for t in suite.timings)
     assert math.isfinite(suite.seconds)
+
+
+def test_ctrl_c_after_a_numerical_failure_still_writes_a_partial_report(monkeypatch, tmp_path, capsys):
+    """Ctrl-C is unchanged (exit 130, a partial report); the failed claim among the finished ones is marked."""
+    import importlib
+    V = importlib.import_module("sssn_verify.verify")   # the module (sssn_verify.verify is the function)
+    _break(monkeypatch)
+    orig = V.run_claim
+
+    def run_claim(name, mode, seed):
+        if name == OTHER:
+            raise KeyboardInterrupt                 # Ctrl-C as the second claim starts
+        return orig(name, mode, seed)
+
+    monkeypatch.setattr(V, "run_claim", run_claim)
+    out = tmp_path / "rep"
+    rc = main(["verify", "--quick", "--claim", BROKEN, "--claim", OTHER, "--no-progress", "--report", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 130, captured.err
+    assert captured.err.strip().splitlines()[-1] == (f"sssn-verify verify: interrupted after 1 of 2 claims; "
+                                                     f"partial report in {out}")
+    report = json.loads((out / "report.json").read_text())
+    VALIDATOR.validate(report)
+    assert report["interrupted"] == [OTHER] and report["passed"] is False
+    _assert_broken_claim(report["claims"][0], seed=0)
+    html = (out / "report.html").read_text()
+    assert "PARTIAL: interrupted after 1 of 2 claims" in html and "NUMERICAL FAILURE" in html
+    assert f"internal numerical failure of {BROKEN}" in captured.out
