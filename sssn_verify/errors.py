@@ -63,5 +63,6 @@ class NonFiniteError(ParameterError):
 class NumericalError(SSSNError, ArithmeticError):
     """A computation of the toolkit's own failed numerically (a non-finite estimate, a singular fit, an
     exploding simulation) at valid input: not bad input.  The CLI reports it in one line with exit
-    code 4; ``verify`` reports such a point of an exploration in its table (verdict "error") and still
-    writes every finished result."""
+    code 4; ``verify`` reports such a point of an exploration in its table (verdict "error"), and a claim
+    whose checker fails so at the suite's own configurations as a numerical failure (``ClaimResult.error``,
+    not a verdict on the formula), and still writes every finished result."""
