@@ -207,7 +207,10 @@ def claims_section(report: dict[str, Any] | None = None) -> str:
             body.append("It checks a stated bound that is not derived symbolically; the report marks it as "
                         "stated, not derived.")
         v = verdicts.get(c.name)
-        if v is not None:
+        if v is not None and isinstance(v.get("error"), dict):
+            body.append("Latest run: \\textbf{not checked}: an internal numerical failure of the checker, not a "
+                        "verdict on the formula.")
+        elif v is not None:
             ci = v.get("ci")
             est = _num(v.get("estimate"))
             if isinstance(ci, list) and len(ci) == 2:

@@ -239,3 +239,15 @@ def test_ctrl_c_after_a_numerical_failure_still_writes_a_partial_report(monkeypa
     html = (out / "report.html").read_text()
     assert "PARTIAL: interrupted after 1 of 2 claims" in html and "NUMERICAL FAILURE" in html
     assert f"internal numerical failure of {BROKEN}" in captured.out
+
+
+def test_the_appendix_says_a_numerically_failed_claim_was_not_checked():
+    """latex --with-report: a claim recorded with a numerical failure is 'not checked', never 'FAIL ... 0 checks'."""
+    from sssn_verify.latex_doc import claims_section
+    report = {"mode": "quick", "seed": 0, "passed": False, "claims": [
+        {"name": "attention_bound", "passed": False, "checks": [], "level": 0.999,
+         "error": {"kind": "numerical", "message": "claim attention_bound (quick, seed 0): numerical failure"}}]}
+    text = claims_section(report)
+    block = text[text.index("\\label{claim:attention-bound}"):]
+    block = block[:block.index("\\end{claimenv}")]
+    assert "not checked" in block and "FAIL" not in block and "0 checks" not in block
