@@ -108,7 +108,8 @@ def check(exponent, budget: dict, seed: int, level: float):
     a = float(exponent)
     pairs = [_one(c, a, budget, as_key(seed, "config", i), level) for i, c in enumerate(configs(budget, CONFIGS))]
     if "configs" not in budget:                       # explored points are one-layer blocks; anchors add deep ones
-        pairs += [_one(c, a, budget, as_key(seed, "deep", i), level, hidden=h)
+        deep = {**budget, **budget.get("deep", {})}   # a deep block's m x m hidden weights: smaller ladder
+        pairs += [_one(c, a, deep, as_key(seed, "deep", i), level, hidden=h)
                   for i, (c, h) in enumerate(DEEP_CONFIGS[: int(budget.get("n_deep", 0))])]
     if len(pairs) == 1:
         return list(pairs[0])
@@ -134,7 +135,8 @@ CLAIM = Claim(
               r" $a = -1$",
     budgets={"quick": {"depth": 16, "widths": (16, 32, 64, 128, 256, 512), "paths": 1000, "n_boot": 1000},
              "full": {"depth": 32, "widths": (32, 64, 128, 256, 512, 1024), "paths": 4000, "n_boot": 2000,
-                      "n_deep": len(DEEP_CONFIGS)}},
+                      "n_deep": len(DEEP_CONFIGS),
+                      "deep": {"depth": 16, "widths": (16, 32, 64, 128, 256), "paths": 1000}}},
     derived_text=lambda: (r"$E \max_{l} |X^{l,m} - X^{l,\infty}|^2 = O(1/m)$ at fixed $L$ (the exponent of "
                            r"$m$ is $-1$)"),
     derived_kind="stated",
