@@ -34,6 +34,7 @@
 # rejecting a wrong formula than at the real quick budget.
 
 # %%
+import json
 import os
 import tempfile
 import time
@@ -95,7 +96,17 @@ def show_derivation(name):
     display(Math(der.result_latex))
 
 
-def show_claim(name):
+def run_claim(name):
+    """The claim's numerical check at the notebook's budget: (result, seconds, shrunk)."""
+    override = small_budget(name, CLAIMS[name].budgets[MODE]) if SMALL else {}
+    t0 = time.perf_counter()
+    result = CLAIMS[name].run(MODE, SEED, budget=override)
+    return result, time.perf_counter() - t0, bool(override)
+
+
+def show_claim(name, result, seconds, shrunk, figures):
+    """Statement, derivation, verdict, the claim's section of the report and its figures (PNG
+    files of the suite's report, `figures`: the report's figure list of this claim)."""
     claim = CLAIMS[name]
     display(Markdown(f"## `{name}`: {claim.title}\n\n**Statement.** {claim.statement}\n\n"
                      f"**Statistic.** {claim.statistic}; confidence level {claim.level}; "
@@ -104,33 +115,34 @@ def show_claim(name):
         show_derivation(claim.derivation)
     else:
         display(Markdown("*(no sympy derivation: this claim checks a numerical statement)*"))
-    override = small_budget(name, claim.budgets[MODE]) if SMALL else {}
-    t0 = time.perf_counter()
-    result = claim.run(MODE, SEED, budget=override)
-    seconds = time.perf_counter() - t0
-    display(Markdown(f"### Numerical check ({MODE} budget{', shrunk for CI' if override else ''}, "
+    display(Markdown(f"### Numerical check ({MODE} budget{', shrunk for CI' if shrunk else ''}, "
                      f"seed {SEED}, {seconds:.1f} s): **{'PASS' if result.passed else 'FAIL'}** "
                      "at the claim's own level"))
-    # the report of this claim alone (its checks table and figures), as the package writes it
+    # the report's section of this claim alone (its checks table), as the package writes it
     single = suite_of([result], MODE, SEED, level=result.level, seconds=seconds)
-    paths = write_report(single, os.path.join(FIGURE_DIR, name))
     section = markdown(single).split(f"## {name}: ", 1)[1]
     display(Markdown("#### " + "\n".join(line for line in section.splitlines() if not line.startswith("!["))))
-    for path in paths.get("figures", []):
-        display(Image(filename=path))
-    return result
+    for fig in figures:
+        display(Image(filename=os.path.join(SUITE_DIR, fig["png"])))
 
 
 # %% [markdown]
 # ## The claims
 #
 # One section per claim (this cell loops over the registry, so claims added to the suite
-# appear here without editing the notebook).
+# appear here without editing the notebook).  The claims run first; the suite's report
+# (`write_report`) then draws every check's figure once, and each section shows its own.
 
 # %%
-results = {}
+runs = {name: run_claim(name) for name in CLAIMS}
+results = {name: run[0] for name, run in runs.items()}
+suite = suite_of(list(results.values()), MODE, SEED, alpha=DEFAULT_ALPHA)
+SUITE_DIR = os.path.join(FIGURE_DIR, "suite")
+paths = write_report(suite, SUITE_DIR)
+with open(paths["json"]) as f:
+    figures = json.load(f)["figures"]          # claim -> its figures (PNG and PDF names, titles)
 for name in CLAIMS:
-    results[name] = show_claim(name)
+    show_claim(name, *runs[name], figures.get(name, []))
 
 # %% [markdown]
 # ## Summary: the suite's view
@@ -139,9 +151,7 @@ for name in CLAIMS:
 # checks together by Holm's procedure at the family-wise level `DEFAULT_ALPHA`.
 
 # %%
-suite = suite_of(list(results.values()), MODE, SEED, alpha=DEFAULT_ALPHA)
 print(table(suite))
-paths = write_report(suite, os.path.join(FIGURE_DIR, "suite"))
 if paths.get("summary"):
     display(Image(filename=paths["summary"][0]))      # every check, standardized
 print(f"({'SMALL budgets' if SMALL else MODE + ' budgets'}, seed {SEED})")
