@@ -159,11 +159,13 @@ def test_coupled_deep_block_width_m_system_has_the_transformer_law():
 def test_convergence_width_of_a_deep_block_is_one_over_m():
     """claims.convergence_width's checker on a deep block (hidden layers nested in the coupling):
     the log-log slope of E max_l |X^{l,m} - X^{l,inf}|^2 over m = 16..128 (paths bootstrap,
-    level 0.999) contains -1, and its one-sided tests reject the rates m^-2 and m^0."""
+    level 0.999) contains -1, and its one-sided tests reject the rates m^-2 and m^0.  The hidden stack's
+    activations are P's (relu, tanh): the coupled kernel the test above compiles (a kernel is one per
+    activation stack; the sigmas are arguments)."""
     from sssn_verify.claims.convergence_width import width_errors
     config = ("tanh", 3, 0.9, 0.2, 0.3)
-    x, samples = width_errors(config, {"widths": (16, 32, 64, 128), "depth": 8, "paths": 600}, 
-                              as_key(SEED, "deep-finite-width", "width"), hidden=(("relu", 1.1, 0.3),))
+    x, samples = width_errors(config, {"widths": (16, 32, 64, 128), "depth": 8, "paths": 600},
+                              as_key(SEED, "deep-finite-width", "width"), hidden=(("relu", 1.1, 0.3), ("tanh", 1.2, 0.3)))
     fit = stats.path_bootstrap_loglog_slope(x, samples, level=LEVEL, n_boot=500, seed=SEED)
     assert fit.ci[0] < -1.0 < fit.ci[1], fit
     for wrong in (-2.0, 0.0):
