@@ -14,12 +14,22 @@ RELU_K = ("sa^2*(sw^2+sb^2)/(2*pi)*(sqrt(1-((sw^2*rho+sb^2)/(sw^2+sb^2))^2)"
           " + (pi-acos((sw^2*rho+sb^2)/(sw^2+sb^2)))*(sw^2*rho+sb^2)/(sw^2+sb^2))")
 
 
-def run_json(capsys, *argv):
+_SHARED: dict = {}
+
+
+def run_json(capsys, *argv, shared=False):
+    """`check ARGV --json`, parsed; `shared`: one run per module and process for an argv that several tests
+    read (the check is deterministic in its seed: the second test reads the first one's output)."""
+    if shared and argv in _SHARED:
+        return json.loads(_SHARED[argv])
     rc = main(["check", *argv, "--json"])
-    out = json.loads(capsys.readouterr().out)
+    text = capsys.readouterr().out
+    out = json.loads(text)
     assert rc == (0 if out["verdict"] == "consistent" else 1)
     for key in ("claim", "verdict", "estimate", "stderr", "candidate_value", "parameters"):
         assert key in out
+    if shared:
+        _SHARED[argv] = text
     return out
 
 
@@ -50,14 +60,14 @@ def test_kernel_user_parameters_are_used(capsys):
 def test_ito_drift_derived_is_consistent_and_wrong_ones_rejected(capsys):
     assert run_json(capsys, "ito_drift", "--candidate", "-(d-1)*k0/2")["verdict"] == "consistent"
     for wrong in ("-(d-2)*k0/2", "-(d-1)*k0", "(d-1)*k0/2", "-(d-1)*k0/2 - k0^2/4"):
-        out = run_json(capsys, "ito_drift", "--candidate", wrong)
+        out = run_json(capsys, "ito_drift", "--candidate", wrong, shared=True)
         assert out["verdict"] == "rejected", (wrong, out)
         assert abs(out["candidate_value"] - out["estimate"]) > 3 * out["stderr"]
 
 
 def test_parameters_are_searched_and_the_failure_shrunk(capsys):
     # d-2 for d-1 differs by k0/2 everywhere: the search rejects it and shrinks to the simplest point
-    out = run_json(capsys, "ito_drift", "--candidate", "-(d-2)*k0/2")
+    out = run_json(capsys, "ito_drift", "--candidate", "-(d-2)*k0/2", shared=True)   # the run of the test above
     assert out["verdict"] == "rejected" and out["chosen"] == "search (shrunk counterexample)"
     c = out["counterexample"]
     assert c == {k: v for k, v in out["parameters"].items() if k not in ("k0", "k1")}
