@@ -242,7 +242,7 @@ def phase_diagram_figure(params: ModelParams, x: str = "d", y: str | None = None
         fixed += f"; hidden {hidden_spec(params.hidden)}"
     what = (f"sign regions of lambda_1 and {SIGN_RATES[field][1]}" if values == "signs" else values)
     name = act.name if field == "mlp" else "rqf, F(y) = Q y, Q = sigma_q (B + B^T)/2"
-    ax.set_title(plot_text(f"{name}: {what} ({fixed})"), fontsize=9)
+    ax.set_title(plot_text(f"{name}: {what}" + (f" ({fixed})" if fixed else "")), fontsize=9)
     if empirical is None:
         ax.legend(handles=handles, loc="upper left", fontsize=7, framealpha=0.9)
     else:

@@ -66,3 +66,10 @@ def test_the_phase_diagram_of_rqf_takes_sigma_q_as_its_y_axis_by_default():
     import sssn_verify as sv
     assert sv.phase_diagram_figure(field="rqf", sigma_q=1.0).axes[0].get_ylabel() == "sigma_q"
     assert sv.phase_diagram_figure(activation="relu").axes[0].get_ylabel() == "sigma_b"
+
+
+def test_the_rqf_phase_diagram_title_has_no_empty_parentheses():
+    import sssn_verify as sv
+    title = sv.phase_diagram_figure(field="rqf", sigma_q=1.0).axes[0].get_title()
+    assert "()" not in title and title.endswith("lambda_bar_proj")
+    assert "(sigma_b=" in sv.phase_diagram_figure(activation="relu", y="sigma_w").axes[0].get_title()
