@@ -24,7 +24,7 @@ from .numeric.rates import lambda_bar_proj_from_kernel, lambda_proj
 from .numeric.rates import lambda1 as _lambda1
 from .errors import ResourceError
 from .params import ModelParams, hidden_spec, takes_model
-from .sync_time import log_distance_variance, lyapunov_spectrum
+from .sync_time import log_distance_variance, lyapunov_spectrum, rqf_spectrum
 
 
 #: field -> meaning (Regime's fields, in order; ``help(Regime)`` and ``Regime.FIELDS`` show them)
@@ -341,8 +341,7 @@ def _rqf_regime(params: ModelParams) -> Regime:
     S = params.sigma_q
     rate = {name: float(function(f"general_field.rqf_{name}", "math")(S))
             for name in ("a1", "lambda1", "lambda_bar_proj", "lambda_proj", "log_distance_variance")}
-    spectrum = tuple(float(x) for x in function("general_field.rqf_spectrum", "numpy")(
-        np.arange(1, params.d, dtype=float), S) * np.ones(params.d - 1))
+    spectrum = tuple(float(x) for x in rqf_spectrum(params.d, S))
     catt = _c_att(params.beta, params.Q, params.K, params.V)
     cgen = c_att_general(params.beta, params.Q, params.K, params.V)
     _check_finite(C_att=catt, C_att_general=cgen, **rate)

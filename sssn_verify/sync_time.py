@@ -183,6 +183,15 @@ def rqf_log_distance_rates(sigma_q: float) -> tuple[float, float]:
             float(function("general_field.rqf_log_distance_variance", "math")(S)))
 
 
+def rqf_spectrum(d: int, sigma_q: float) -> np.ndarray:
+    """lambda_1 >= ... >= lambda_{d-1} of the rqf field (``symbolic.general_field.rqf_spectrum`` through the
+    bridge)."""
+    d = check_int("d", d, 2)
+    S = check_real("sigma_q", sigma_q, 0.0, strict=True)
+    i = np.arange(1, d, dtype=float)
+    return np.asarray(function("general_field.rqf_spectrum", "numpy")(i, S), dtype=float) * np.ones(d - 1)
+
+
 def sync_time_law(params: ModelParams, eps0: float, eps: float) -> SyncTimeLaw:
     """The law of the synchronization time for `params` (noise-only flow, k0, k1 from the kernel; for the
     rqf field lambda_1 and sigma^2 of :func:`rqf_log_distance_rates`, from ``symbolic.general_field``)."""

@@ -32,6 +32,7 @@ from ..numeric.rng import as_key
 from ..params import ModelParams
 from ..stats import agreement_test
 from ..strategies import claim_configs
+from ..sync_time import rqf_spectrum
 from ._util import EDGE_START, combine, configs
 from .base import Claim
 
@@ -80,8 +81,7 @@ def derived_formula() -> RqfFormula:
         lambda d, S: _fn("lambda1")(S),
         lambda d, y, S: _fn("atanh_drift")(d, 0.0, y, S),
         lambda d, y, S: _fn("atanh_diffusion")(d, 0.0, y, S) + 0.0 * y,
-        lambda d, i, S: function("general_field.rqf_spectrum", "numpy")(np.asarray(i, dtype=float), S)
-        + 0.0 * np.asarray(i, dtype=float))
+        lambda d, i, S: rqf_spectrum(d, S)[np.asarray(i, dtype=int) - 1])
 
 
 def _params(d: int, S: float, n_tokens: int = 2, horizon: float = 1.0) -> ModelParams:

@@ -120,15 +120,11 @@ def _general_field_numbers(args) -> dict:
     from ..bridge import function
     from ..params import ModelParams
     from ..regime import regime
-    from ..sync_time import rqf_log_distance_rates
     r = regime(ModelParams(field="rqf", sigma_q=args.sigma_q, d=args.d))
-    _, sigma2 = rqf_log_distance_rates(r.sigma_q)
-    spectrum = function("general_field.rqf_spectrum", "math")
     return {"field": "rqf", "sigma_q": r.sigma_q, "d": r.d, "a1": r.k0, "one_point_rate": r.k0 / 2,
             "lambda1": r.lambda1, "lambda_bar_proj": r.lambda_bar_proj, "lambda_proj": r.lambda_proj,
             "log_sin_rate": float(function("general_field.rqf_log_sin_rate", "math")(r.sigma_q)),
-            "log_distance_variance": sigma2,
-            "lyapunov_spectrum": [float(spectrum(i, r.sigma_q)) for i in range(1, r.d)]}
+            "log_distance_variance": r.log_distance_variance, "lyapunov_spectrum": list(r.lyapunov_spectrum)}
 
 
 _NUMBERS = {"kernel": _kernel_numbers, "lyapunov": _lyapunov_numbers, "general_field": _general_field_numbers}
