@@ -561,6 +561,12 @@ SAMPLE_KEYS = ("paths", "paths_transformer", "paths_energy", "samples", "general
 SAMPLE_FACTOR = 4
 #: examples explored per claim when ``verify`` is not given ``--explore``
 DEFAULT_EXPLORE = {"quick": 2, "full": 10}
+#: the budget each explored example is screened at, per ``verify`` mode: the quick one in both.  A full
+#: run's exploration gains breadth (5x the points), not depth per point: one example at the full budget
+#: cost ~10x one at the quick budget, so 10 full-budget examples per claim made the exploration of a full
+#: run several hours long (stopped after 50 min at seed 0); the confirmation stage still multiplies the
+#: samples by SAMPLE_FACTOR, and each example records the power its screen achieved
+EXPLORE_BUDGET = {"quick": "quick", "full": "quick"}
 
 
 def example_key(seed, name: str, config: tuple, stage: str) -> Key:
@@ -781,6 +787,8 @@ class SuiteExploration:
     seed: int
     database: str | None
     figures: list[str] = field(default_factory=list)
+    #: the claims' budget every example was screened at (EXPLORE_BUDGET)
+    budget: str = "quick"
     #: claim -> {"png": name, "pdf": name} of its figure in the report folder, and the PNG bytes
     figure_files: dict[str, dict[str, str]] = field(default_factory=dict)
     images: dict[str, bytes] = field(default_factory=dict, repr=False)
@@ -810,7 +818,7 @@ class SuiteExploration:
     @property
     def familywise_text(self) -> str:
         m = sum(e.n_requested for e in self.explorations)
-        return (f"exploration: {m} planned examples screened at alpha/M = {self.alpha:g}/M each (Bonferroni; "
+        return (f"exploration: {m} planned examples, each at the {self.budget} budget, screened at alpha/M = {self.alpha:g}/M each (Bonferroni; "
                 f"stored examples replayed first are included in M); a rejection counts only if a fresh-seed "
                 f"run with {SAMPLE_FACTOR}x the samples confirms it at level {self.confirm_level:g}, so the "
                 f"family-wise false-alarm probability is <= {self.alpha:g} x {self.confirm_level:g} = "
@@ -819,7 +827,7 @@ class SuiteExploration:
     def to_dict(self) -> dict[str, Any]:
         from .stats import _jsonable
         return _jsonable({"passed": self.passed, "n_per_claim": self.n_per_claim, "alpha": self.alpha,
-                          "confirm_level": self.confirm_level, "seed": self.seed,
+                          "confirm_level": self.confirm_level, "seed": self.seed, "budget": self.budget,
                           "familywise": self.alpha * self.confirm_level, "text": self.familywise_text,
                           "database": self.database, "figures": self.figures,
                           "claims": [e.to_dict() for e in self.explorations], "skipped": self.skipped})
@@ -862,8 +870,11 @@ def explore_task(name: str, n: int, mode: str, seed: int, screen_level: float, c
 
 def explore_suite(claims: Sequence[str] | None, n_per_claim: int, *, mode: str = "quick", seed: int = 0,
                   alpha: float = 0.01, confirm_level: float = 0.01, report_dir: str | None = None,
-                  progress: bool = False, executor: Any = None) -> SuiteExploration:
+                  progress: bool = False, executor: Any = None, budget: str | None = None) -> SuiteExploration:
     """Explore every named claim that declares a domain (all by default); see :func:`explore_claim`.
+
+    `mode` is the ``verify`` mode; each example runs at the claims' `budget` (default
+    ``EXPLORE_BUDGET[mode]``, the quick budget: a full run explores more points, not dearer ones).
 
     The screening level of each example is alpha / M, M = the number of planned examples over
     all claims plus the stored examples that will be replayed; with the confirmation stage the
@@ -876,18 +887,23 @@ def explore_suite(claims: Sequence[str] | None, n_per_claim: int, *, mode: str =
 
     from .claims import CLAIMS, get_claim
     n_per_claim = check_int("explore", n_per_claim, 0)
+    if mode not in EXPLORE_BUDGET:
+        raise ParameterError("mode", mode, f"is not one of {', '.join(EXPLORE_BUDGET)}")
+    budget = EXPLORE_BUDGET[mode] if budget is None else budget
+    if budget not in EXPLORE_BUDGET:
+        raise ParameterError("budget", budget, f"is not one of {', '.join(EXPLORE_BUDGET)}")
     names = list(CLAIMS) if not claims else list(dict.fromkeys(claims))
     chosen = [n for n in names if get_claim(n).domain is not None]
     skipped = {n: "checked at fixed parameters only (no domain declared)" for n in names if n not in chosen}
     dbs = {n: os.path.join(report_dir, "hypothesis-examples", n) if report_dir else None for n in chosen}
     m = sum(n_per_claim + _replayable(dbs[n]) for n in chosen) or 1
     from .executor import Task, using
-    tasks = [Task(f"explore:{n}", explore_task, (n, n_per_claim, mode, seed, alpha / m, confirm_level, alpha,
+    tasks = [Task(f"explore:{n}", explore_task, (n, n_per_claim, budget, seed, alpha / m, confirm_level, alpha,
                                                  dbs[n])) for n in (chosen if n_per_claim else [])]
     with using(executor) as ex:
         out = [o.value for o in ex.run(tasks, desc="explore", progress=progress)]
     res = SuiteExploration(out, skipped, n_per_claim, alpha, confirm_level, seed,
-                           os.path.join(report_dir, "hypothesis-examples") if report_dir else None)
+                           os.path.join(report_dir, "hypothesis-examples") if report_dir else None, budget=budget)
     return res
 
 

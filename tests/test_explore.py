@@ -121,3 +121,24 @@ def test_newly_explorable_claims_check_the_drawn_configuration(name):
     text = json.dumps([c.to_dict() for c in r.checks], default=str)
     assert f"d={d}" in text or f'"d": "{d}"' in text, text[:500]      # the drawn parameters were checked
     assert 0.0 <= example_pvalue(r) <= 1.0
+
+
+def test_a_full_run_explores_at_the_quick_budget(monkeypatch):
+    # a full run's exploration: more points, each at the quick budget (EXPLORE_BUDGET), recorded in the JSON
+    import sssn_verify.explore as ex
+    from sssn_verify.errors import ParameterError
+    seen = []
+
+    def fake(name, n, *, mode, **kw):
+        seen.append((name, n, mode))
+        return ex.Exploration(name, "d in [2, 6]", n, kw["screen_level"], kw["confirm_level"], [], None, 0.0)
+
+    monkeypatch.setattr(ex, "explore_claim", fake)
+    res = ex.explore_suite(["lyapunov"], ex.DEFAULT_EXPLORE["full"], mode="full")
+    assert seen == [("lyapunov", 10, "quick")] and res.to_dict()["budget"] == "quick"
+    assert "each at the quick budget" in res.familywise_text
+    ex.explore_suite(["lyapunov"], 1, mode="full", budget="full")
+    assert seen[-1] == ("lyapunov", 1, "full")
+    for bad in ({"mode": "fast"}, {"mode": "full", "budget": "huge"}):
+        with pytest.raises(ParameterError):
+            ex.explore_suite(["lyapunov"], 1, **bad)
