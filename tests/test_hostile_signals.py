@@ -11,18 +11,50 @@ SCRIPT = r"""
 import os, signal, sys, threading
 from sssn_verify.cli import main
 threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGTERM)).start()
-sys.exit(main(["verify", "--quick", "--claim", "kernel", "--no-progress", "--report", sys.argv[1]]))
+sys.exit(main(["find", "k0 >= 0", "--explore", "1000000"]))       # minutes of search
 """
 
 
 def test_sigterm_gives_one_line_and_exit_143(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
-    res = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "rep")], capture_output=True,
+    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True,
                          text=True, timeout=300, env=env, cwd=tmp_path)
     assert res.returncode == 143, (res.returncode, res.stderr[-2000:])
     lines = res.stderr.strip().splitlines()
     assert lines[-1] == "sssn-verify: stopped by SIGTERM" and "Traceback" not in res.stderr, res.stderr
-    assert not list(tmp_path.glob(".rep.partial-*"))
+
+
+TERMINATED = r"""
+import os, signal, sys
+import importlib
+V = importlib.import_module("sssn_verify.verify")
+orig, calls = V.run_claim, []
+def run_claim(*args):
+    calls.append(args[0])
+    if len(calls) == 2:                                     # a batch system's time limit, second claim
+        os.kill(os.getpid(), signal.SIGTERM)
+    return orig(*args)
+V.run_claim = run_claim
+from sssn_verify.cli import main
+sys.exit(main(["verify", "--quick", "--claim", "kernel", "--claim", "relu_rates", "--no-progress",
+               "--report", sys.argv[1]]))
+"""
+
+
+def test_sigterm_in_verify_writes_the_finished_claims_as_a_partial_report(tmp_path):
+    """SIGTERM (or SIGHUP) during verify --report stops it as Ctrl-C does: the claims that finished are
+    written as a whole partial report, one line names the signal, exit 128 + 15; no staging folder."""
+    import json
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
+    rep = tmp_path / "rep"
+    res = subprocess.run([sys.executable, "-c", TERMINATED, str(rep)], capture_output=True, text=True,
+                         timeout=600, env=env, cwd=tmp_path)
+    assert res.returncode == 143 and "Traceback" not in res.stderr, (res.returncode, res.stderr[-2000:])
+    assert res.stderr.strip().splitlines()[-1] == (f"sssn-verify verify: stopped by SIGTERM after 1 of 2 "
+                                                   f"claims; partial report in {rep}")
+    data = json.loads((rep / "report.json").read_text())
+    assert data["passed"] is False and data["interrupted"] == ["relu_rates"]
+    assert [c["name"] for c in data["claims"]] == ["kernel"] and not list(tmp_path.glob(".rep.partial-*"))
 
 
 INTERRUPT = r"""

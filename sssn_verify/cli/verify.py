@@ -27,7 +27,9 @@ def register(sub) -> None:
                                    "numerically and nothing failed its checks: that claim is recorded "
                                    "as an internal numerical failure, not a verdict on its formula, and "
                                    "the other claims, the table, --json and --report are still written "
-                                   "whole (campaigns likewise); 130 on Ctrl-C (a partial report).",
+                                   "whole (campaigns likewise); 130 on Ctrl-C, 128 + the signal's number "
+                                   "on SIGTERM or SIGHUP (a batch system's time limit): both write the "
+                                   "partial report.",
                        epilog=epilog(EXAMPLES))
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="mode", action="store_const", const="quick",
@@ -82,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
         return _campaign(args, seeds, alpha)
     # the report is written into a fresh folder beside --report, swapped in when complete
     staged = _stage_report(args.report) if args.report else None    # OutputError -> exit 2 before any work
+    stopped = _stop_like_ctrl_c()          # SIGTERM/SIGHUP: the partial report, as Ctrl-C writes it
     try:
         with from_cli(args) as ex:                  # workers checked (and dask found) before the ETA line
             if not args.no_progress:
@@ -90,22 +93,27 @@ def run(args: argparse.Namespace) -> int:
                 suite = verify(args.mode, args.claim, args.seed, progress=not args.no_progress,
                                alpha=alpha, executor=ex)
             except VerifyInterrupted as exc:      # Ctrl-C: the finished claims still reach the user
-                return _partial(args, exc.suite, staged)
+                return _partial(args, exc.suite, staged, stopped.signum)
             try:
                 exploration = _explore(args, alpha, ex, staged)
             except KeyboardInterrupt:             # Ctrl-C while exploring: every claim's result is kept
                 suite.exploration_interrupted = True
-                return _partial(args, suite, staged)
+                return _partial(args, suite, staged, stopped.signum)
             paths = (write_report(suite, staged, command=getattr(args, "argv", None), exploration=exploration)
                      if staged else None)
             if staged:
                 from ..explore import write_json
                 write_json(exploration, staged)   # after write_report, which draws its figures
-    except BaseException:
+    except BaseException as exc:
         if staged:                                  # the previous report stays as it was
             import shutil
             shutil.rmtree(staged, ignore_errors=True)
+        if stopped.signum is not None and isinstance(exc, KeyboardInterrupt):   # before any claim ran
+            from . import _Terminated
+            raise _Terminated(stopped.signum) from None
         raise
+    finally:
+        stopped.restore()
     if staged:
         from ..outputs import swap_in
         swap_in(staged, args.report)
@@ -141,9 +149,46 @@ def _say_numerical_failures(failed) -> None:
           f"is written): {what}", file=sys.stderr)
 
 
-def _partial(args, suite, staged) -> int:
-    """Ctrl-C during the claims: the finished ones are printed (and, with --report, written as a
-    whole report marked PARTIAL, swapped in like a complete one); one line on stderr; exit 130."""
+class _StopLikeCtrlC:
+    """While installed, SIGTERM and SIGHUP raise KeyboardInterrupt, so that the claims and the
+    exploration stop as on Ctrl-C and the partial report is written; ``signum`` remembers the signal
+    (for the exit code 128 + signum and the closing line).  ``restore`` puts back the handlers."""
+
+    NAMES = ("SIGTERM", "SIGHUP")
+
+    def __init__(self):
+        import signal
+        self.signum = None
+        self.saved = {}
+        for name in self.NAMES:
+            sig = getattr(signal, name, None)
+            if sig is None:
+                continue
+            try:
+                self.saved[sig] = signal.signal(sig, self._on_signal)
+            except (ValueError, OSError):        # not the main thread: the CLI's own handlers stay
+                pass
+
+    def _on_signal(self, signum, frame):
+        if self.signum is None:
+            self.signum = signum
+            raise KeyboardInterrupt
+
+    def restore(self) -> None:
+        import signal
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+        self.saved = {}
+
+
+def _stop_like_ctrl_c() -> _StopLikeCtrlC:
+    return _StopLikeCtrlC()
+
+
+def _partial(args, suite, staged, signum=None) -> int:
+    """Ctrl-C (or SIGTERM/SIGHUP, `signum`) during the claims: the finished ones are printed (and,
+    with --report, written as a whole report marked PARTIAL, swapped in like a complete one); one line
+    on stderr; exit 130 (128 + `signum`)."""
     import signal
     from ..report import table, write_report
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)     # a second Ctrl-C must not tear the report
@@ -166,8 +211,9 @@ def _partial(args, suite, staged) -> int:
         signal.signal(signal.SIGINT, old)
     done = (f"all {len(suite.results)} claims, during the exploration" if suite.exploration_interrupted else
             f"{len(suite.results)} of {len(suite.results) + len(suite.interrupted)} claims")
-    print(f"sssn-verify verify: interrupted after {done}{where}", file=sys.stderr)
-    return 130
+    how = "interrupted" if signum is None else f"stopped by {signal.Signals(signum).name}"
+    print(f"sssn-verify verify: {how} after {done}{where}", file=sys.stderr)
+    return 130 if signum is None else 128 + signum
 
 
 def _announce_eta(mode: str, claims) -> None:
