@@ -275,7 +275,7 @@ class Activation:
         # keyed by the validated tree's hash (user expressions) or the registry spec
         ident = self.tree.digest() if self.tree is not None else "registry:" + self.name
         key = hashlib.sha256(ident.encode()).hexdigest()[:20]
-        return _compiled_pair(key, self.expr, self.derivative_ae)
+        return _compiled_pair(key, self)
 
     @property
     def numba_phi(self):
@@ -370,10 +370,12 @@ def _vectorised(expr: sp.Expr, repair: bool = True):
 
 
 @lru_cache(maxsize=None)
-def _compiled_pair(key: str, expr: sp.Expr, deriv: sp.Expr):
-    """(phi, dphi) through the bridge's numba printer, one generated module per activation."""
-    module = bridge.numba_functions("activations", f"act_{key}",
-                                    (("phi", (_u(),), expr), ("dphi", (_u(),), deriv)))
+def _compiled_pair(key: str, activation: Activation):
+    """(phi, dphi) through the bridge's numba printer, one generated module per activation; its
+    sympy trees are built only when the bridge prints the module (a warm cache needs none)."""
+    module = bridge.numba_functions(
+        "activations", f"act_{key}", ("phi", "dphi"),
+        lambda: (("phi", (_u(),), activation.expr), ("dphi", (_u(),), activation.derivative_ae)))
     return module.phi, module.dphi
 
 

@@ -339,13 +339,17 @@ def _dotted(node) -> str | None:
     return ".".join([node.id] + parts[::-1])
 
 
-def _validated(text: str, label: str) -> ast.Module:
+def _validated(text: str, label: str, numba: tuple[str, ...] | None = None) -> ast.Module:
     """The syntax tree of a generated module of derived expressions, or DerivationError.
 
     Such a module may only be: the header, ``import`` of the modules above, ``EXPRESSION = <str
     or None>`` and one ``def f(a0, ...): return <expression>`` whose expression is arithmetic,
     comparisons and conditionals over its arguments, numbers and the allow-listed functions and
-    constants.  It can compute a number and nothing else, whoever wrote the file."""
+    constants.  It can compute a number and nothing else, whoever wrote the file.
+
+    `numba` (the function names of a :func:`numba_functions` module, e.g. ("phi", "dphi")): the
+    header, those imports, ``from numba import njit`` and exactly those functions, each once, each
+    decorated ``@njit(cache=True)`` alone, each one return of such an expression."""
     def bad(why):
         return DerivationError(f"bridge: generated module {label} refused: {why}")
     if not text.startswith(_HEADER):
@@ -354,54 +358,80 @@ def _validated(text: str, label: str) -> ast.Module:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         raise bad("not Python") from None
-    imported, functions = set(), 0
+    imported, seen = set(), []
+    allowed = ("f",) if numba is None else tuple(numba)
     for stmt in tree.body:
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 if alias.asname is not None or alias.name not in _MODULE_NAMES:
                     raise bad(f"import of {alias.name!r}")
                 imported.add(alias.name)
-        elif isinstance(stmt, ast.Assign):
+        elif (numba is not None and isinstance(stmt, ast.ImportFrom) and stmt.module == "numba"
+              and stmt.level == 0 and [(a.name, a.asname) for a in stmt.names] == [("njit", None)]):
+            continue
+        elif isinstance(stmt, ast.Assign) and numba is None:
             if not (len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
                     and stmt.targets[0].id == "EXPRESSION" and isinstance(stmt.value, ast.Constant)
                     and (stmt.value.value is None or isinstance(stmt.value.value, str))):
                 raise bad("an assignment other than EXPRESSION")
-        elif isinstance(stmt, ast.FunctionDef) and stmt.name == "f" and functions == 0:
-            functions += 1
-            a = stmt.args
-            names = [x.arg for x in a.args]
-            if (a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults or stmt.decorator_list
-                    or stmt.returns or any(x.annotation for x in a.args)
-                    or names != [f"a{i}" for i in range(len(names))]
-                    or len(stmt.body) != 1 or not isinstance(stmt.body[0], ast.Return)
-                    or stmt.body[0].value is None):
-                raise bad("f is not one return of an expression of a0, a1, ...")
-            for node in ast.walk(stmt.body[0].value):
-                if not isinstance(node, _EXPRESSION_NODES):
-                    raise bad(f"{type(node).__name__} in f")
-                if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, str, bool)):
-                    raise bad("a constant that is not a number")
-                if isinstance(node, ast.keyword) and node.arg is None:
-                    raise bad("** in a call")
-                if isinstance(node, ast.Name) and node.id not in names and node.id not in _BUILTINS \
-                        and node.id not in {m.partition(".")[0] for m in imported}:
-                    raise bad(f"unknown name {node.id!r}")
-                if isinstance(node, ast.Attribute):
-                    dotted = _dotted(node)
-                    mod, _, attr = (dotted or "").rpartition(".")
-                    if dotted is None or (mod not in imported and f"{dotted}" not in imported
-                                          and not any(m.startswith(dotted + ".") for m in imported)):
-                        raise bad(f"attribute {dotted or '?'}")
-                    if mod in imported and attr not in _MODULE_NAMES[mod]:
-                        raise bad(f"{dotted} is not an allowed function or constant")
-                if isinstance(node, ast.Call):
-                    callee = _dotted(node.func)
-                    mod, _, attr = (callee or "").rpartition(".")
-                    if callee is None or not (callee in _BUILTINS or (mod in imported and attr in _MODULE_NAMES[mod])):
-                        raise bad(f"call of {callee or 'an expression'}")
+        elif isinstance(stmt, ast.FunctionDef) and stmt.name in allowed and stmt.name not in seen:
+            seen.append(stmt.name)
+            decorated = _is_njit_cache(stmt.decorator_list) if numba is not None else not stmt.decorator_list
+            if not decorated:
+                raise bad(f"{stmt.name} is not one return of an expression of a0, a1, ...")
+            _check_function(stmt, imported, bad)
         else:
             raise bad(f"a {type(stmt).__name__} statement")
+    if numba is not None and sorted(seen) != sorted(allowed):
+        raise bad(f"functions {seen}, not {list(allowed)}")
     return tree
+
+
+def _is_njit_cache(decorators) -> bool:
+    """The decorator list is exactly ``@njit(cache=True)``."""
+    if len(decorators) != 1 or not isinstance(decorators[0], ast.Call):
+        return False
+    call = decorators[0]
+    return (isinstance(call.func, ast.Name) and call.func.id == "njit" and not call.args
+            and len(call.keywords) == 1 and call.keywords[0].arg == "cache"
+            and isinstance(call.keywords[0].value, ast.Constant) and call.keywords[0].value.value is True)
+
+
+def _check_function(stmt: ast.FunctionDef, imported: set, bad) -> None:
+    """DerivationError (through `bad`) unless `stmt` (its decorators judged by the caller) is one
+    return of arithmetic, comparisons and conditionals over a0, a1, ..., numbers and the
+    allow-listed functions and constants of the `imported` modules."""
+    a = stmt.args
+    names = [x.arg for x in a.args]
+    if (a.posonlyargs or a.vararg or a.kwonlyargs or a.kwarg or a.defaults
+            or stmt.returns or any(x.annotation for x in a.args)
+            or names != [f"a{i}" for i in range(len(names))]
+            or len(stmt.body) != 1 or not isinstance(stmt.body[0], ast.Return)
+            or stmt.body[0].value is None):
+        raise bad(f"{stmt.name} is not one return of an expression of a0, a1, ...")
+    for node in ast.walk(stmt.body[0].value):
+        if not isinstance(node, _EXPRESSION_NODES):
+            raise bad(f"{type(node).__name__} in {stmt.name}")
+        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, str, bool)):
+            raise bad("a constant that is not a number")
+        if isinstance(node, ast.keyword) and node.arg is None:
+            raise bad("** in a call")
+        if isinstance(node, ast.Name) and node.id not in names and node.id not in _BUILTINS \
+                and node.id not in {m.partition(".")[0] for m in imported}:
+            raise bad(f"unknown name {node.id!r}")
+        if isinstance(node, ast.Attribute):
+            dotted = _dotted(node)
+            mod, _, attr = (dotted or "").rpartition(".")
+            if dotted is None or (mod not in imported and f"{dotted}" not in imported
+                                  and not any(m.startswith(dotted + ".") for m in imported)):
+                raise bad(f"attribute {dotted or '?'}")
+            if mod in imported and attr not in _MODULE_NAMES[mod]:
+                raise bad(f"{dotted} is not an allowed function or constant")
+        if isinstance(node, ast.Call):
+            callee = _dotted(node.func)
+            mod, _, attr = (callee or "").rpartition(".")
+            if callee is None or not (callee in _BUILTINS or (mod in imported and attr in _MODULE_NAMES[mod])):
+                raise bad(f"call of {callee or 'an expression'}")
 
 
 def _run_validated(text: str, path: Path, label: str):
@@ -426,26 +456,55 @@ def load_module(path: Path, source: str, module_name: str):
         current = None
     if current != source.encode():
         write_atomic(path, source, mode=0o600, what="cache")
+    return _new_module(path, compile(source, str(path), "exec"), module_name)   # our fresh text, not the file's
+
+
+def _new_module(path: Path, code, module_name: str) -> types.ModuleType:
+    """Module `module_name` (in ``sys.modules``, ``__file__ = path``) executing the compiled `code`."""
     module = types.ModuleType(module_name)
     module.__file__ = str(path)
     sys.modules[module_name] = module
-    exec(compile(source, str(path), "exec"), module.__dict__)   # our fresh text, not the file's
+    exec(code, module.__dict__)           # our fresh text, or a tree _validated passed
     return module
 
 
-def numba_functions(kind: str, key: str, functions: tuple) -> types.ModuleType:
-    """A module of ``@njit(cache=True)`` scalar functions (``functions``: (name, args, expr), ...)
-    printed from trusted sympy trees, in the private folder `kind` (e.g. "activations") under
-    the file ``<key>.py``; its numba cache is kept across processes (callers keep the module:
-    each call loads it afresh)."""
+def numba_functions(kind: str, key: str, names: tuple[str, ...], build: Callable[[], tuple]) -> types.ModuleType:
+    """A module of the ``@njit(cache=True)`` scalar functions `names`, printed from trusted sympy
+    trees (``build()``: (name, args, expr) for each of `names`, in order), in the private folder
+    `kind` (e.g. "activations") under the file ``<key>.py``; its numba cache is kept across
+    processes (callers keep the module: each call loads it afresh).
+
+    The file's second line names the :func:`fingerprint` of the printer and the derivations.  A
+    file of the current fingerprint whose syntax tree passes :func:`_validated` (the functions
+    `names` only, each ``@njit(cache=True)`` and one return of arithmetic of its arguments) runs
+    from that tree, and `build` is not called: a warm process prints nothing and imports no sympy.
+    Anything else is printed afresh, rewritten and run from the fresh text (:func:`load_module`)."""
+    path = outputs.cache_folder(kind) / f"{key}.py"
+    module_name, label = f"sssn_verify_{kind}_{key}", f"{kind}/{key}"
+    head = f"{_HEADER}# fingerprint {fingerprint()}\n"
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError):
+        text = None
+    if text is not None and text.startswith(head):
+        try:
+            tree = _validated(text, label, numba=tuple(names))
+        except DerivationError:
+            tree = None                   # not ours (or older): printed afresh below
+        if tree is not None:
+            outputs.numba_cache_dir()     # every numba cache folder checked before numba loads from it
+            return _new_module(path, compile(tree, str(path), "exec"), module_name)
+    functions = tuple(build())
+    if tuple(fname for fname, _, _ in functions) != tuple(names):
+        raise DerivationError(f"bridge: {label} builds {[f for f, _, _ in functions]}, not {list(names)}")
     texts, modules = [], {"math"}
     for fname, args, expr in functions:
-        text, mods = _function_source(f"{kind}/{key}.{fname}", "numba", args, expr, fname)
+        text, mods = _function_source(f"{label}.{fname}", "numba", args, expr, fname)
         texts.append(text)
         modules |= mods
-    source = (_HEADER + "".join(f"import {m}\n" for m in sorted(modules)) + "from numba import njit\n\n\n"
+    source = (head + "".join(f"import {m}\n" for m in sorted(modules)) + "from numba import njit\n\n\n"
               + "\n\n".join(texts))
-    return load_module(outputs.cache_folder(kind) / f"{key}.py", source, f"sssn_verify_{kind}_{key}")
+    return load_module(path, source, module_name)
 
 
 def compile_expression(args, expr, flavor: str = "numpy") -> Callable:
