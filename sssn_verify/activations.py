@@ -81,6 +81,11 @@ REGISTRY: dict[str, tuple[Callable, float | None, str]] = {
     "cos": (lambda p: sp.cos(p * _u()), 1.0, "cos(w u)  (cos:w)"),
 }
 
+#: the registry activations that jump (phi' has a Dirac mass): ``has_jump`` without building the sympy
+#: tree, so a warm deep block (``--hidden``) needs no sympy; tests/test_startup.py checks it against sympy
+_JUMPS = frozenset({"heaviside", "step"})
+
+
 def _number(text: str) -> tuple[sp.Expr, str]:
     """A registry parameter (``leaky_relu:0.1``): a finite constant in the safe language,
     and its canonical text (rebuilt from the parsed tree)."""
@@ -138,6 +143,8 @@ class Activation:
     @property
     def has_jump(self) -> bool:
         """True if phi is discontinuous (phi' has a Dirac mass): then k1 = K'(1) is infinite."""
+        if self.family in REGISTRY:
+            return self.family in _JUMPS
         return self.derivative.has(sp.DiracDelta)
 
     @cached_property
