@@ -79,7 +79,10 @@ def test_warm_regime_imports_numpy_only(argv, tmp_path):
 
 @pytest.mark.parametrize("argv", [
     ["simulate", "transformer", "--width", "16", "--depth", "4", "--paths", "1", "--no-progress"],
-    ["simulate", "gaussian", "--depth", "4", "--paths", "1", "--hidden", "tanh 1 0", "--no-progress"],
+    # test_deep_blocks' QUAD stack: its deep kernel table is built there anyway
+    ["simulate", "gaussian", "--depth", "4", "--paths", "1", "--activation", "tanh", "--sigma-w", "1.15",
+     "--sigma-b", "0.35", "--sigma-a", "0.95", "--hidden", "relu 1.25 0.15", "--hidden", "gelu 0.85 0.45",
+     "--no-progress"],
 ], ids=["transformer", "gaussian-hidden"])
 def test_warm_one_path_simulate_imports_no_sympy(argv, tmp_path):
     """A registry activation's numba module and the kernel load from the cache: numba (and the scipy.linalg
