@@ -443,6 +443,21 @@ def _run_validated(text: str, path: Path, label: str):
     return namespace.get("f")
 
 
+#: the largest generated module read back from the cache (the largest printed today is ~20 kB)
+MAX_MODULE_BYTES = 1 << 20
+
+
+def _read_cached(path: Path) -> str | None:
+    """The text of a generated module in the cache, or None when absent or not to be trusted
+    (``outputs.read_cache_file``: a regular file of ours, not writable by others, at most
+    MAX_MODULE_BYTES; a FIFO never blocks) or not UTF-8: the caller then prints it afresh."""
+    data = outputs.read_cache_file(path, max_bytes=MAX_MODULE_BYTES)
+    try:
+        return None if data is None else data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def load_module(path: Path, source: str, module_name: str):
     """Import generated numba `source` (its own fresh text, e.g. an activation or a driver kernel)
     from `path`: the file is (re)written atomically unless it already holds exactly `source`, and
@@ -450,11 +465,7 @@ def load_module(path: Path, source: str, module_name: str):
     registered in ``sys.modules`` and has ``__file__ = path``: numba's on-disk cache (in the checked
     :func:`sssn_verify.outputs.numba_cache_dir`) locates its functions through both."""
     outputs.numba_cache_dir()             # every numba cache folder checked before numba loads from it
-    try:
-        current = path.read_bytes() if path.exists() else None
-    except OSError:
-        current = None
-    if current != source.encode():
+    if _read_cached(path) != source:
         write_atomic(path, source, mode=0o600, what="cache")
     return _new_module(path, compile(source, str(path), "exec"), module_name)   # our fresh text, not the file's
 
@@ -482,10 +493,7 @@ def numba_functions(kind: str, key: str, names: tuple[str, ...], build: Callable
     path = outputs.cache_folder(kind) / f"{key}.py"
     module_name, label = f"sssn_verify_{kind}_{key}", f"{kind}/{key}"
     head = f"{_HEADER}# fingerprint {fingerprint()}\n"
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError):
-        text = None
+    text = _read_cached(path)
     if text is not None and text.startswith(head):
         try:
             tree = _validated(text, label, numba=tuple(names))
@@ -528,10 +536,7 @@ def function(name: str, flavor: str = "numpy", param: str | None = None) -> Call
         raise DerivationError(f"bridge: {name} " + ("needs" if name in FAMILIES else "takes no") + " parameter")
     path = cache_folder() / _file_name(name, flavor, param)
     label = hashlib.sha256(path.name.encode()).hexdigest()[:12]
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError):
-        text = None
+    text = _read_cached(path)
     if text is not None:
         try:
             return _run_validated(text, path, label)
