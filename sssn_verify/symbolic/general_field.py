@@ -19,7 +19,8 @@ import sympy as sp
 from ..errors import DerivationError
 from . import register
 from .derivation import Derivation
-from .symbols import d, k0, Krho, rho, u
+from .dissipation import K_minus, _exp_free, _psi, edge_rate, endpoint_certificate, energy_profile, generator_factor
+from .symbols import alpha, beta, c_rem, d, k0, k1, Krho, rho, u
 from .two_point import (EXPLICIT_DIMS, affine_in_d, ito_moments, projection_drift_gamma, projector, two_point_frame,
                         two_point_coefficients)
 
@@ -159,6 +160,162 @@ def rqf_projective() -> tuple[sp.Expr, sp.Expr, sp.Expr, sp.Expr, sp.Expr]:
     Bu, Au = B.subs(rho, 1 - u), A.subs(rho, 1 - u)
     lam = sp.simplify(sp.limit(sp.expand(sp.simplify(sp.Rational(1, 2) * (-Bu / v - Au / (2 * v**2)))), u, 0, "+"))
     return B, A, ratio, sup, lam
+
+
+# ---------------------------------------------------------------- the energy rate lambda_bar for the general tensor
+#: a'(1) and c(1): the tensor's coefficients near the edge, a(1 - u) = a_1 - a'(1) u + o(u), c(1 - u) = c(1) + o(1)
+a1_prime = sp.Symbol("a'_1", real=True)
+c_1 = sp.Symbol("c_1", real=True)
+#: R_0(-1), the beta = 0 ratio at antipodal tokens (a(-1), c(-1) are other values than a_rho, c_rho: a symbol)
+R0_minus = sp.Symbol("R_0(-1)", real=True)
+lambda_edge_sym = sp.Symbol("lambda_edge", real=True)
+
+
+@lru_cache(maxsize=None)
+def general_energy_generator() -> dict:
+    """The noise part of the two-point generator for the general tensor acting on a function f of rho
+    (Itô's formula with ``general_two_point_coefficients``), and its ratios on the pair energies of
+    ``dissipation.energy_profile``: R = L2 f_beta / f_beta (beta > 0) and R0 = L2 f_0 / f_0 = -b/(1 - rho)
+    (f_0 = 1 - rho).  As for the K(rho) I fields, R = psi(x) (R0 - beta T) with x = beta (1 - rho),
+    psi(x) = x/(e^x - 1) and T = a/(2 (1 - rho)) (a has the factor 1 - rho^2, so T is polynomial in the
+    coefficients and vanishes at rho = -1); the residual of that factorization is checked to be 0.
+    Keys: generator, R, R0, T, beta (the positive symbol of R)."""
+    b, a = general_two_point_coefficients()
+    fn = sp.Function("f")
+    gen, _ = ito_moments(fn(rho), [rho], {}, sp.Matrix([b]), sp.Matrix([[a]]))
+    out = {"generator": sp.collect(sp.expand(gen), [sp.diff(fn(rho), rho), sp.diff(fn(rho), rho, 2)], sp.factor)}
+    for positive, key in ((True, "R"), (False, "R0")):
+        f, b_ = energy_profile(positive)
+        out[key] = sp.simplify(gen.subs(fn(rho), f).doit() / f)
+        if positive:
+            out["beta"] = b_
+    b_ = out["beta"]
+    T = sp.factor(sp.cancel(a / (2 * (1 - rho))))
+    if sp.denom(T) != 1 or sp.expand(T.subs(rho, -1)) != 0:
+        raise DerivationError(f"general tensor: a/(2 (1 - rho)) is not a polynomial vanishing at rho = -1: {T}")
+    out["T"] = T
+    res = _exp_free(out["R"] - _psi(b_ * (1 - rho)) * (out["R0"] - b_ * T), b_)
+    if res != 0:
+        raise DerivationError(f"general tensor: L2 f / f != psi(x) (R0 - beta T): residual {res}")
+    return out
+
+
+@lru_cache(maxsize=None)
+def general_edge_rate() -> sp.Expr:
+    """lambda_edge = lim_{rho -> 1} L2 f / f for the general tensor (the same for beta > 0 and beta = 0), with
+    a(1 - u) = a_1 - a'(1) u + c u^(1 + alpha) and c(1 - u) = c(1) + c' u^alpha' (alpha, alpha' > 0: non-analytic
+    coefficients allowed, as in ``dissipation.edge_rate``)."""
+    alpha_c, c_c = sp.Symbol("alpha_c", positive=True), sp.Symbol("c_c", real=True)
+    g = general_energy_generator()
+    b_ = g["beta"]
+    near = {a_r: a_1 - a1_prime * u + c_rem * u**(1 + alpha), c_r: c_1 + c_c * u**alpha_c}
+    r0 = sp.expand(g["R0"].subs(near).subs(rho, 1 - u))
+    # beta > 0 through the checked factorization R = psi(beta u) (R0 - beta T): psi -> 1 and T(1) = 2 (a_1 - a(1)) = 0
+    r = sp.expand(_psi(b_ * u) * (g["R0"] - b_ * g["T"]).subs(near).subs(rho, 1 - u))
+    lims = [sp.expand(sp.limit(e, u, 0, "+")) for e in (r, r0)]
+    if sp.simplify(lims[0] - lims[1]) != 0 or any(x.has(c_rem, alpha, c_c, alpha_c, sp.oo, b_) for x in lims):
+        raise DerivationError(f"general edge rate: beta > 0 and beta = 0 disagree or depend on the remainder: {lims}")
+    return sp.collect(lims[1], [a_1, a1_prime, c_1], sp.factor)
+
+
+#: the K(rho) I fields inside the general tensor: b = c = e = f = 0, a = K, a(1) = k0 (a'(1) = k1, c(1) = 0)
+def _mlp_substitution() -> dict:
+    return {b_r: 0, c_r: 0, e_r: 0, f_r: 0, a_1: k0, a_r: Krho, a1_prime: k1, c_1: 0}
+
+
+@lru_cache(maxsize=None)
+def general_energy_mlp_residual() -> sp.Tuple:
+    """The general tensor's energy results at b = c = e = f = 0, a = K, a(1) = k0, a'(1) = k1 minus today's
+    (``symbolic.dissipation``): the ratios for beta > 0 and beta = 0, the factor T, the edge rate and the value
+    of R0 at rho = -1 (in K(-1): -(d - 1)(k0 + K(-1))/2 = -(d - 1) E of ``endpoint_certificate``).  All 0."""
+    g, sub = general_energy_generator(), _mlp_substitution()
+    cert = endpoint_certificate()
+    res = []
+    for positive, key in ((True, "R"), (False, "R0")):
+        f, b_ = energy_profile(positive)
+        today = sp.diff(f, rho) * generator_factor(positive).subs(beta, b_) / f
+        res.append(sp.simplify(g[key].subs(sub) - today))
+    res.append(sp.simplify(g["T"].subs(sub) - cert["T"]))
+    res.append(sp.expand(general_edge_rate().subs(sub) - edge_rate()))
+    res.append(sp.simplify(g["R0"].subs(sub).subs(Krho, K_minus).subs(rho, -1) + (d - 1) * cert["E"]))
+    out = sp.Tuple(*res)
+    if any(r != 0 for r in out):
+        raise DerivationError(f"general energy rate does not reduce to the K(rho) I case: {out}")
+    return out
+
+
+@lru_cache(maxsize=None)
+def general_endpoint_certificate() -> dict:
+    """``dissipation.endpoint_certificate`` for the general tensor.  With w = (1 + rho) psi(x)/2,
+    B = psi(x) (1 - rho)/2 - (1 - w) psi(2 beta) (>= 0, shown there), the chord defect
+    C0 = (1 + rho)/2 lambda_edge + (1 - rho)/2 R0(-1) - R0 and the value at rho = -1,
+    L2 f / f|_{-1} = psi(2 beta) R0(-1) (T(-1) = 0), the identity
+
+        w lambda_edge + (1 - w) L2 f / f|_{-1} - L2 f / f = psi C0 + beta psi T - R0(-1) B
+
+    holds for every tensor (residual 0).  So sup_{[-1, 1)} L2 f / f = max(lambda_edge, L2 f / f|_{-1}) whenever
+    C0 >= 0, T >= 0 and R0(-1) <= 0 on [-1, 1] (for the K(rho) I fields: Schoenberg's chords, |K| <= k0 and
+    K(-1) >= -k0).  Keys: anti, weight, C0, B, residuals."""
+    g = general_energy_generator()
+    b_ = g["beta"]
+    psi = _psi(b_ * (1 - rho))
+    anti = _psi(2 * b_) * R0_minus
+    res_anti = _exp_free(g["R"].subs(rho, -1) - _psi(2 * b_) * g["R0"].subs(rho, -1), b_)
+    w = (1 + rho) * psi / 2
+    C0 = (1 + rho) / 2 * lambda_edge_sym + (1 - rho) / 2 * R0_minus - g["R0"]
+    B = psi * (1 - rho) / 2 - (1 - w) * _psi(2 * b_)
+    gap = w * lambda_edge_sym + (1 - w) * anti - g["R"]
+    res_gap = _exp_free(gap - (psi * C0 + b_ * psi * g["T"] - R0_minus * B), b_)
+    residuals = sp.Tuple(res_anti, res_gap)
+    if any(r != 0 for r in residuals):
+        raise DerivationError(f"general endpoint certificate: nonzero residuals {residuals}")
+    return dict(anti=anti, weight=w, C0=C0, B=B, residuals=residuals, beta=b_)
+
+
+def _nonnegative_on_sphere_range(e: sp.Expr) -> bool:
+    """True when sympy decides e(rho) >= 0 for rho in (-1, 1] (hence on [-1, 1] for a polynomial, by continuity):
+    rho = (1 - t)/(1 + t) maps t >= 0 onto (-1, 1]; the factored rational function of t is then judged by sympy's
+    assumptions (t >= 0, sigma_q > 0)."""
+    t = sp.Symbol("t", nonnegative=True)
+    return sp.factor(sp.cancel(e.subs(rho, (1 - t) / (1 + t)))).is_nonnegative is True
+
+
+@lru_cache(maxsize=None)
+def rqf_energy_rate() -> dict:
+    """rqf: L2 f_beta / f_beta in closed form (beta > 0 and beta = 0), the certificate's three conditions proved for
+    its tensor (rqf is not a positive-definite dot-product kernel, so ``dissipation.schoenberg_chord`` does not
+    apply; its coefficients are polynomial in rho and the conditions are decided directly), hence
+    lambda_bar(beta) = max(lambda_edge, value at rho = -1), and which one it is.  Keys: R, R0, T, edge, R0_minus,
+    anti, C0, lambda_bar, at_edge (the supremum is the rho -> 1 limit), critical0 (the critical points of R0 in
+    (-1, 1), a cross-check by solving R0' = 0)."""
+    g, cert, T = general_energy_generator(), general_endpoint_certificate(), rqf_tensor()
+    b_ = g["beta"]
+    R = sp.factor(g["R"].subs(T))
+    R0 = sp.factor(g["R0"].subs(T))
+    Tr = sp.factor(g["T"].subs(T))
+    edge = sp.factor(general_edge_rate().subs({a_1: T[a_1], a1_prime: sp.diff(T[a_r], rho).subs(rho, 1),
+                                               c_1: T[c_r].subs(rho, 1)}))
+    if sp.simplify(edge - sp.limit(R0, rho, 1, "-")) != 0 or sp.simplify(edge - sp.limit(R, rho, 1, "-")) != 0:
+        raise DerivationError(f"rqf edge rate {edge} is not the limit of its ratio")
+    r0m = sp.simplify(R0.subs(rho, -1))                  # the coefficients are polynomials: their value at -1
+    anti = sp.simplify(cert["anti"].subs(R0_minus, r0m))
+    if _exp_free(R.subs(rho, -1) - anti, b_) != 0:
+        raise DerivationError(f"rqf: the value at rho = -1 is not {anti}")
+    C0 = sp.factor(cert["C0"].subs(T).subs({lambda_edge_sym: edge, R0_minus: r0m}))
+    conditions = {"C0 >= 0": _nonnegative_on_sphere_range(C0), "T >= 0": _nonnegative_on_sphere_range(Tr),
+                  "R0(-1) <= 0": bool((-r0m).is_nonnegative)}
+    if not all(conditions.values()):
+        raise DerivationError(f"rqf: the endpoint certificate's conditions are not shown: {conditions}, "
+                              f"C0 = {C0}, T = {Tr}, R0(-1) = {r0m}")
+    lam = sp.simplify(sp.Max(edge, anti))
+    at_edge = sp.simplify(edge - anti).is_positive
+    if lam.has(sp.Max) or at_edge is not True:
+        raise DerivationError(f"rqf: max(edge, antipodal) = {lam} not decided")
+    crit = [c for c in sp.solve(sp.diff(R0, rho), rho) if c.is_real and -1 < c < 1]
+    if any(sp.simplify(R0.subs(rho, c) - edge).is_negative is not True for c in crit):
+        raise DerivationError(f"rqf: a critical point of R0 reaches the edge value: {crit}")
+    return dict(R=R.subs(b_, beta), R0=R0, T=Tr, edge=edge, R0_minus=r0m, anti=anti.subs(b_, beta), C0=C0,
+                lambda_bar=lam, at_edge=True, critical0=sp.Tuple(*crit), conditions=conditions)
 
 
 def one_point_explicit(n: int) -> tuple[sp.Expr, sp.Expr]:
@@ -370,18 +527,64 @@ def general_field() -> Derivation:
     lbp, lp = sp.Symbol("lambdabar_proj"), sp.Symbol("lambda_proj")
     dv.add("Projective energy rate", sp.Eq(lbp, sup))
     dv.add("Projective Lyapunov exponent (as in the projective derivation)", sp.Eq(lp, lam))
-    dv.result = sp.Tuple(sp.Eq(L1, l1), sp.Eq(lbp, sup), sp.Eq(lp, lam))
-    dv.lhs = (r"\text{rqf:}\ \lambda_1 =", r"\bar\lambda_{\mathrm{proj}} =", r"\lambda_{\mathrm{proj}} =")
+    lb = _energy_rate_steps(dv)
+    dv.result = sp.Tuple(sp.Eq(L1, l1), sp.Eq(sp.Symbol("lambda_bar"), lb), sp.Eq(lbp, sup), sp.Eq(lp, lam))
+    dv.lhs = (r"\text{rqf:}\ \lambda_1 =", r"\bar\lambda(\beta) =", r"\bar\lambda_{\mathrm{proj}} =",
+              r"\lambda_{\mathrm{proj}} =")
     dv.extras.update(drift=sp.sstr(b), diffusion=sp.sstr(a), rqf_tensor=sp.sstr(sp.Tuple(*T.values())),
                      rqf_drift=sp.sstr(rb), rqf_diffusion=sp.sstr(ra), rqf_lambda1=sp.sstr(l1),
                      rqf_lambda_bar_proj=sp.sstr(sup), rqf_log_distance_variance=sp.sstr(lv), rqf_spectrum=sp.sstr(lam_i), rqf_lambda_proj=sp.sstr(lam),
                      rqf_one_point_rate=sp.sstr(T[a_1] / 2), rqf_log_sin_rate=sp.sstr(ls),
-                     rqf_atanh=(sp.sstr(yd), sp.sstr(ya)), one_point=(sp.sstr(ob), sp.sstr(oa)))
+                     rqf_atanh=(sp.sstr(yd), sp.sstr(ya)), one_point=(sp.sstr(ob), sp.sstr(oa)),
+                     general_edge_rate=sp.sstr(general_edge_rate()), rqf_lambda_bar=sp.sstr(lb),
+                     rqf_energy_ratio=sp.sstr(rqf_energy_rate()["R"]), rqf_energy_ratio0=sp.sstr(rqf_energy_rate()["R0"]),
+                     rqf_lambda_bar_sup_location="rho -> 1 (the edge limit, not attained) for every beta >= 0 and d")
     return dv
+
+
+def _energy_rate_steps(dv: Derivation) -> sp.Expr:
+    """The steps 'lambda_bar(beta) for the general tensor, and for rqf'; returns rqf's lambda_bar."""
+    g, cert, rq = general_energy_generator(), general_endpoint_certificate(), rqf_energy_rate()
+    b_ = g["beta"]
+    dv.add("Energy rate. The noise part of the two-point generator on a function $f$ of $\\rho$ (Itô's formula with "
+           "the drift and squared diffusion above; $L_2 f = b f' + a f''/2$)", g["generator"])
+    dv.add("On $f_\\beta = e^{\\beta} - e^{\\beta\\rho}$ ($\\beta > 0$) and $f_0 = 1 - \\rho$: the ratios "
+           "$L_2 f / f$", sp.Tuple(g["R"].subs(b_, beta), g["R0"]))
+    dv.add("As for the $K(\\rho) I$ fields, $L_2 f_\\beta / f_\\beta = \\psi(x) (R_0 - \\beta T)$ with "
+           "$x = \\beta(1 - \\rho)$, $\\psi(x) = x/(e^{x} - 1)$, $R_0 = L_2 f_0 / f_0$ and $T = a/(2(1 - \\rho))$, "
+           "a polynomial in the coefficients vanishing at $\\rho = -1$ (the factorization's residual is 0)", g["T"])
+    dv.add("Edge value $\\lim_{\\rho \\to 1} L_2 f / f$ (the same for $\\beta > 0$ and $\\beta = 0$), with "
+           "$a(1 - u) = a_1 - a'_1 u + O(u^{1 + \\alpha})$ and $c(1 - u) = c_1 + O(u^{\\alpha'})$", 
+           sp.Eq(lambda_edge_sym, general_edge_rate()))
+    dv.add("Special case $b = c = e = f = 0$, $a = K$, $a_1 = k_0$, $a'_1 = k_1$: the ratios ($\\beta > 0$, "
+           "$\\beta = 0$), $T$, the edge value and $R_0(-1) + (d - 1)(k_0 + K(-1))/2$ minus those of the dissipation "
+           "derivation (symbol for symbol)", general_energy_mlp_residual())
+    dv.add("Where the supremum sits, for every tensor. With $w = (1 + \\rho)\\psi(x)/2$, "
+           "$B = \\psi(x)(1 - \\rho)/2 - (1 - w)\\psi(2\\beta) \\ge 0$ (the dissipation derivation), the chord "
+           "defect $C_0 = \\frac{1 + \\rho}{2}\\lambda_{\\mathrm{edge}} + \\frac{1 - \\rho}{2} R_0(-1) - R_0$ and "
+           "$L_2 f / f|_{\\rho = -1} = \\psi(2\\beta) R_0(-1)$, the identity $w\\,\\lambda_{\\mathrm{edge}} + "
+           "(1 - w)\\, L_2 f / f|_{\\rho = -1} - L_2 f / f = \\psi C_0 + \\beta\\psi T - R_0(-1) B$: the residuals "
+           "(the value at $\\rho = -1$, the identity). So the supremum over $[-1, 1)$ is the larger of "
+           "$\\lambda_{\\mathrm{edge}}$ and the value at $\\rho = -1$ whenever $C_0 \\ge 0$, $T \\ge 0$ and "
+           "$R_0(-1) \\le 0$; for the $K(\\rho) I$ fields these are Schoenberg's chords, $|K| \\le k_0$ and "
+           "$K(-1) \\ge -k_0$, but rqf is no dot-product kernel, so they are shown for its tensor directly",
+           cert["residuals"])
+    dv.add("rqf: $L_2 f_\\beta / f_\\beta$ ($\\beta > 0$) and $L_2 f_0 / f_0$ (free of $d$)", sp.Tuple(rq["R"], rq["R0"]))
+    dv.add("rqf: $C_0$, $T$ and $R_0(-1)$; the first two are $\\ge 0$ on $[-1, 1]$ (decided by sympy in "
+           "$\\rho = (1 - t)/(1 + t)$, $t \\ge 0$), the third is $0$", sp.Tuple(rq["C0"], rq["T"], rq["R0_minus"]))
+    dv.add("rqf: the edge value and the value at $\\rho = -1$; the edge is the larger, and $\\beta\\psi T > 0$ "
+           "($\\beta > 0$) or $\\psi C_0 > 0$ ($\\beta = 0$) inside, so the supremum is the limit "
+           "$\\rho \\to 1$, not attained, for every $\\beta \\ge 0$ and $d$ (a cross-check: the only critical point "
+           "of $R_0$ in $(-1, 1)$ is below, a minimum)", sp.Tuple(rq["edge"], rq["anti"], *rq["critical0"]))
+    dv.add("rqf: the energy rate (noise only; $\\lambda_1 < 0$ while the mean of $1 - \\rho$ grows near the "
+           "diagonal)", sp.Eq(sp.Symbol("lambda_bar"), rq["lambda_bar"]))
+    return rq["lambda_bar"]
 
 
 __all__ = ["general_field", "general_two_point_coefficients", "special_case_residual", "rqf_tensor",
            "one_point_coefficients", "rqf_one_point", "stratonovich_drift", "rqf_log_sin_rate", "rqf_atanh_coefficients",
            "rqf_two_point", "rqf_lambda1", "rqf_log_distance", "rqf_spectrum",
            "rqf_tangent_loadings", "rqf_projective", "rqf_covariance_explicit", "sigma_q",
+           "general_energy_generator", "general_edge_rate", "general_energy_mlp_residual",
+           "general_endpoint_certificate", "rqf_energy_rate", "a1_prime", "c_1", "R0_minus", "lambda_edge_sym",
            "a_r", "b_r", "c_r", "e_r", "f_r", "a_1", "s_1"]
