@@ -151,15 +151,21 @@ def _rqf(part: str):
             "atanh_drift": lambda: gf.rqf_atanh_coefficients()[0],
             "atanh_diffusion": lambda: gf.rqf_atanh_coefficients()[1],
             "log_distance_variance": lambda: gf.rqf_log_distance()[1],
-            "spectrum": lambda: gf.rqf_spectrum()[1]}[part]()
+            "spectrum": lambda: gf.rqf_spectrum()[1],
+            "lambda_bar": lambda: gf.rqf_energy_rate()["lambda_bar"],
+            "lambda_bar_edge": lambda: gf.rqf_energy_rate()["edge"],
+            "lambda_bar_anti": lambda: gf.rqf_energy_rate()["anti"],
+            "energy_ratio": lambda: gf.rqf_energy_rate()["R"], "energy_ratio0": lambda: gf.rqf_energy_rate()["R0"]}[part]()
     args = ((S.d, S.rho, y, gf.sigma_q) if part.startswith(("one_point", "atanh"))
-            else (sp.Symbol("i", positive=True, integer=True), gf.sigma_q) if part == "spectrum" else (gf.sigma_q,))
+            else (sp.Symbol("i", positive=True, integer=True), gf.sigma_q) if part == "spectrum"
+            else (S.rho, S.beta, gf.sigma_q) if part.startswith("energy_ratio")
+            else (S.beta, gf.sigma_q) if part == "lambda_bar_anti" else (gf.sigma_q,))
     return args, expr
 
 
 RQF_PARTS = ("a1", "lambda1", "lambda_bar_proj", "lambda_proj", "log_sin_rate", "one_point_linear",
              "one_point_quadratic", "atanh_drift", "atanh_diffusion", "log_distance_variance",
-             "spectrum")
+             "spectrum", "lambda_bar", "lambda_bar_edge", "lambda_bar_anti", "energy_ratio", "energy_ratio0")
 
 #: derivation name -> builder (param) -> (argument symbols, sympy expression) or None
 EXPRESSIONS: dict[str, Callable] = {
