@@ -38,7 +38,7 @@ FIELDS = {
     "lambda1": "top Lyapunov exponent ((d-3) k1 - (d-1) k0)/2",
     "lambda_bar": "sup over rho in [-1, 1) of L2 f / f (the noise-only energy rate)",
     "lambda_bar_argmax": "the rho attaining lambda_bar (1.0: the rho -> 1 limit)",
-    "lambda_bar_edge": "the rho -> 1 limit (d-1) k1 - (d-3) k0",
+    "lambda_bar_edge": "the rho -> 1 limit (d-1) k1 - (d-3) k0 (rqf: 2 sigma_q^2)",
     "sup_at_edge": "lambda_bar is the edge value",
     "c_att": "attention constant C_att (0 for energy-lowering attention)",
     "c_att_general": "the general bound 2 ||V|| (1 + beta ||K^T Q||) (2 (S_V + beta S_VKQ) for H heads)",
@@ -63,9 +63,8 @@ FIELDS = {
     "field": "the MLP noise: 'mlp' (covariance K(rho) I) or 'rqf' (Q y, Q = sigma_q (B + B^T)/2)",
     "sigma_q": "rqf: the scale of the random symmetric matrix (nan for field 'mlp')",
 }
-#: the fields that exist for the MLP field only (nan, empty or undetermined for rqf: not derived for its tensor)
-MLP_ONLY = ("activation", "sigma_w", "sigma_b", "sigma_a", "k1", "lambda_bar", "lambda_bar_argmax", "lambda_bar_edge",
-            "rate_lower_bound", "hidden")
+#: the fields that exist for the MLP field only (nan or empty for rqf: they describe the MLP block or its kernel)
+MLP_ONLY = ("activation", "sigma_w", "sigma_b", "sigma_a", "k1", "hidden")
 
 
 @dataclass(frozen=True)
@@ -114,17 +113,12 @@ class Regime:
     @property
     def verdict(self) -> str:
         """"dissipates", "does not dissipate" or "undetermined: the rate lies in [a, b]"."""
-        if self.field == "rqf":
-            return "undetermined: not derived for the rqf field"
         return dissipation_text(self.dissipates, *self.rate_interval)
 
     @property
     def reason(self) -> str:
         """Why: the bound that decides the verdict (or why neither does), with its numbers."""
         a, b = self.rate_interval
-        if self.field == "rqf":
-            return ("the energy rates lambda_bar(beta) of the rqf field are not derived (its covariance is not "
-                    "K(rho) I); its odd field synchronizes up to sign: see the projective rates")
         if self.dissipates:
             return (f"lambda_bar + C_att = {_fmt(b)} < 0, so E[E_beta(mu_t)] <= exp({_fmt(b)} t) "
                     "E[E_beta(mu_0)]")
@@ -242,7 +236,12 @@ class Regime:
             f"lambda_1 = {fmt(self.lambda1)}   (symbolic.general_field)",
             "Lyapunov spectrum lambda_i, i = 1..d-1: " + ", ".join(fmt(x) for x in self.lyapunov_spectrum),
             f"log-distance variance rate sigma^2 = {fmt(self.log_distance_variance)}",
+            f"lambda_bar(beta) = {fmt(self.lambda_bar)}   attained at "
+            f"{'rho -> 1 (edge)' if self.sup_at_edge else f'rho = {self.lambda_bar_argmax:.6g}'};   "
+            f"edge value 2 sigma_q^2 = {fmt(self.lambda_bar_edge)}   (symbolic.general_field)",
             f"C_att = {fmt(self.c_att)}   (general bound {fmt(self.c_att_general)})",
+            f"energy rate bounds: lambda_bar + C_att = {fmt(self.lambda_bar + self.c_att)} (above); "
+            f"near synchronization lambda_edge - 2 lambda_min((V+V^T)/2) = {fmt(self.rate_lower_bound)} (below)",
             f"two-point synchronization: {dict([(True, 'yes'), (False, 'no'), (None, 'undetermined')])[self.synchronizes]}",
             f"energy dissipation: {self.verdict}",
             f"  because {self.reason}",
@@ -335,25 +334,31 @@ def regime(params: ModelParams) -> Regime:
 
 def _rqf_regime(params: ModelParams) -> Regime:
     """The rqf field's rates (symbolic.general_field through the bridge); the MLP-only fields (:data:`MLP_ONLY`)
-    are nan, empty or undetermined.  The projective energy ratio is nondecreasing in rho^2 (derived), so
-    lambda_bar_proj sits at the edge."""
+    are nan or empty.  The projective energy ratio is nondecreasing in rho^2 (derived), so lambda_bar_proj sits at
+    the edge; lambda_bar(beta) is the larger of the derived edge and antipodal values (``rqf_energy_rate``: the
+    edge, 2 sigma_q^2, for every beta and d), and the rate near synchronization is the edge plus attention's."""
     from .bridge import function
+    from .numeric.rates import near_sync_rate_from_edge, rqf_lambda_bar_rows
     S = params.sigma_q
     rate = {name: float(function(f"general_field.rqf_{name}", "math")(S))
             for name in ("a1", "lambda1", "lambda_bar_proj", "lambda_proj", "log_distance_variance")}
     spectrum = tuple(float(x) for x in rqf_spectrum(params.d, S))
     catt = _c_att(params.beta, params.Q, params.K, params.V)
     cgen = c_att_general(params.beta, params.Q, params.K, params.V)
-    _check_finite(C_att=catt, C_att_general=cgen, **rate)
+    lam_bar, argmax, edge = (float(x) for x in rqf_lambda_bar_rows(S, params.beta))
+    lower = near_sync_rate_from_edge(edge, params.V)
+    _check_finite(C_att=catt, C_att_general=cgen, lambda_bar=lam_bar, lambda_bar_edge=edge, rate_lower_bound=lower,
+                  **rate)
     (sync,) = synchronization_verdicts(rate["lambda1"])
+    (diss,) = dissipation_verdicts(lam_bar + catt, lower)
     (sync_sign,) = synchronization_verdicts(rate["lambda_proj"])
     nan = math.nan
     return Regime(
         activation="", d=params.d, sigma_w=nan, sigma_b=nan, sigma_a=nan, beta=params.beta,
         kernel_method="none: the rqf covariance is a(rho) I + c(rho) y x^T (symbolic.general_field)",
-        k0=rate["a1"], k1=nan, lambda1=rate["lambda1"], lambda_bar=nan, lambda_bar_argmax=nan, lambda_bar_edge=nan,
-        sup_at_edge=False, c_att=float(catt), c_att_general=float(cgen), rate_lower_bound=nan,
-        synchronizes=sync, dissipates=None, odd_field=True, lambda_bar_proj=rate["lambda_bar_proj"],
+        k0=rate["a1"], k1=nan, lambda1=rate["lambda1"], lambda_bar=lam_bar, lambda_bar_argmax=argmax,
+        lambda_bar_edge=edge, sup_at_edge=bool(argmax == 1.0), c_att=float(catt), c_att_general=float(cgen),
+        rate_lower_bound=float(lower), synchronizes=sync, dissipates=diss, odd_field=True, lambda_bar_proj=rate["lambda_bar_proj"],
         lambda_bar_proj_argmax=1.0, lambda_proj=rate["lambda_proj"], sync_up_to_sign=sync_sign,
         attention_on=params.attention_on, field="rqf", sigma_q=float(S), lyapunov_spectrum=spectrum,
         log_distance_variance=rate["log_distance_variance"])

@@ -3,6 +3,7 @@
 Everything here is a sympy result of ``symbolic/two_point``, ``lyapunov`` and ``dissipation``,
 evaluated through the one bridge (``sssn_verify.bridge``) and fed with K from ``numeric.kernels``:
 ``lambda1(d, k0, k1)``, ``lambda_bar(activation, d, sw, sb, sa, beta) -> (value, argmax_rho)``
+(``rqf_lambda_bar_rows`` for the rqf field, symbolic/general_field)
 (the sup of L2 f / f: the larger of the edge limit and the value at rho = -1, derived for
 positive-definite kernels, every kernel the toolkit builds), ``near_sync_rate`` (a lower bound on any uniform
 decay rate), ``c_att`` / ``c_att_general`` for one or H heads.  The public, model-level
@@ -39,10 +40,17 @@ def near_sync_rate(d: int, k0: float, k1: float, V) -> float:
     lambda_edge - 2 <V x, x> (symbolic/dissipation.near_sync_attention_rate), so no uniform
     decay rate can be smaller than this value.
     """
+    return near_sync_rate_from_edge(lambda_edge(d, k0, k1), V)
+
+
+def near_sync_rate_from_edge(edge: float, V) -> float:
+    """edge - 2 lambda_min((V + V^T)/2) for any field whose noise-only energy rate near synchronization is
+    `edge` (the MLP fields' lambda_edge, the rqf field's ``rqf_lambda_bar_rows`` edge): attention's rate there
+    is field-free (symbolic/dissipation.near_sync_attention_rate)."""
     V = np.asarray(V, dtype=float)
     V = np.atleast_2d(V.sum(axis=0) if V.ndim == 3 else V)      # H heads: V -> sum_h V_h (derived)
     lam_min = float(np.linalg.eigvalsh((V + V.T) / 2).min())
-    return lambda_edge(d, k0, k1) + float(_fn("attention_bound.near_sync_rate", "math")(lam_min))
+    return float(edge) + float(_fn("attention_bound.near_sync_rate", "math")(lam_min))
 
 
 def lambda1(d: int, k0: float, k1: float) -> float:
@@ -121,6 +129,19 @@ def lambda_bar_rows(kf, d, beta) -> tuple[np.ndarray, np.ndarray]:
     anti = np.asarray(ratio(kf, d, beta, np.full(n, 2.0)), dtype=float) * np.ones(n)
     at_edge = edge >= anti
     return np.where(at_edge, edge, anti), np.where(at_edge, 1.0, -1.0)
+
+
+def rqf_lambda_bar_rows(sigma_q, beta) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rqf field's lambda_bar(beta), its argmax rho and its edge value on arrays (sigma_q > 0 and beta >= 0,
+    validated by the caller, broadcast together): the larger of the edge value and the value at rho = -1, as
+    ``lambda_bar_rows``.  The supremum sits there for every covariance tensor whose chord defect, T and R0(-1)
+    have the right signs, which symbolic/general_field (``rqf_energy_rate``) proves for rqf: no search over rho.
+    Both values are derived (edge 2 sigma_q^2 > 0 = the antipodal value, so argmax 1.0, the rho -> 1 limit)."""
+    S, beta = np.broadcast_arrays(np.asarray(sigma_q, dtype=float), np.asarray(beta, dtype=float))
+    edge = np.asarray(_fn("general_field.rqf_lambda_bar_edge")(S), dtype=float) * np.ones(S.shape)
+    anti = np.asarray(_fn("general_field.rqf_lambda_bar_anti")(beta, S), dtype=float) * np.ones(S.shape)
+    at_edge = edge >= anti
+    return np.where(at_edge, edge, anti), np.where(at_edge, 1.0, -1.0), edge
 
 
 def heads(Q, K, V) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -241,6 +262,7 @@ def lambda_bar_proj_from_kernel(kf, d: int) -> tuple[float, float]:
     return best, 1.0 - best_u
 
 
-__all__ = ["lambda1", "lambda1_rows", "lambda_edge", "near_sync_rate", "lambda_bar", "lambda_bar_from_kernel", "lambda_bar_rows", "ratio", "c_att",
+__all__ = ["lambda1", "lambda1_rows", "lambda_edge", "near_sync_rate", "near_sync_rate_from_edge",
+           "rqf_lambda_bar_rows", "lambda_bar", "lambda_bar_from_kernel", "lambda_bar_rows", "ratio", "c_att",
            "c_att_general", "energy_lowering", "heads", "GRID_U", "ratio_proj", "lambda_edge_proj", "lambda_proj",
            "lambda_bar_proj_from_kernel", "PROJ_GRID_U"]
