@@ -3,9 +3,9 @@
 Everything here is a sympy result of ``symbolic/two_point``, ``lyapunov`` and ``dissipation``,
 evaluated through the one bridge (``sssn_verify.bridge``) and fed with K from ``numeric.kernels``:
 ``lambda1(d, k0, k1)``, ``lambda_bar(activation, d, sw, sb, sa, beta) -> (value, argmax_rho)``
-(``rqf_lambda_bar_rows`` for the rqf field, symbolic/general_field)
 (the sup of L2 f / f: the larger of the edge limit and the value at rho = -1, derived for
-positive-definite kernels, every kernel the toolkit builds), ``near_sync_rate`` (a lower bound on any uniform
+positive-definite kernels, every kernel the toolkit builds; ``rqf_lambda_bar_rows`` the same for the rqf
+field, symbolic/general_field), ``near_sync_rate`` (a lower bound on any uniform
 decay rate), ``c_att`` / ``c_att_general`` for one or H heads.  The public, model-level
 functions (``sv.lambda1(params)``, ...) are in ``sssn_verify.regime``.  The stable forms, the
 grids and the limits: docs/numerics.md, section "Rates".
