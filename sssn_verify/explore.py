@@ -40,10 +40,9 @@ RQF_PARAMETERS = tuple(RQF_DOMAIN)
 RATES = ("lambda1", "lambda_bar", "k0", "k1", "c_att", "lambda_bar_proj", "lambda_proj")
 QUANTITIES = RATES + PARAMETERS + ("sigma_q",)
 #: the quantities of the rqf field (symbolic.general_field; k0 is a(1)); the others are not defined for it
-RQF_QUANTITIES = ("lambda1", "k0", "c_att", "lambda_bar_proj", "lambda_proj") + RQF_PARAMETERS
+RQF_QUANTITIES = ("lambda1", "lambda_bar", "k0", "c_att", "lambda_bar_proj", "lambda_proj") + RQF_PARAMETERS
 #: why a quantity is not defined for the rqf field (a statement using it is refused)
 RQF_UNDEFINED = {
-    "lambda_bar": "the energy rate lambda_bar(beta) is not derived for the rqf covariance tensor",
     "k1": "the rqf field has no kernel K(rho) (its covariance is a(rho) I + c(rho) y x^T)",
     **{k: "it describes the MLP block, which the rqf field does not have" for k in ("sigma_w", "sigma_b", "sigma_a")}}
 
@@ -216,7 +215,7 @@ def rqf_quantities(point: dict[str, Any]) -> tuple[dict[str, float], dict[str, f
     from .regime import regime
     r = regime(ModelParams(field="rqf", d=int(point["d"]), sigma_q=point["sigma_q"], beta=point["beta"]))
     values = {k: math.nan for k in QUANTITIES}
-    values.update({"lambda1": r.lambda1, "k0": r.k0, "c_att": r.c_att, "lambda_bar_proj": r.lambda_bar_proj,
+    values.update({"lambda1": r.lambda1, "lambda_bar": r.lambda_bar, "k0": r.k0, "c_att": r.c_att, "lambda_bar_proj": r.lambda_bar_proj,
                    "lambda_proj": r.lambda_proj, "d": float(r.d), "sigma_q": r.sigma_q, "beta": r.beta})
     errors = {k: (_ROUNDING * _fabs(values[k]) if k in RQF_QUANTITIES else 0.0) for k in QUANTITIES}
     errors.update({k: 0.0 for k in RQF_PARAMETERS})
