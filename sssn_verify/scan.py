@@ -11,8 +11,8 @@ numpy passes, not a Python loop per point.  Attention is ``Q = K = I``, ``V = at
 
 ``field="rqf"`` scans the random quadratic form instead (``regime --field rqf``): the axes are d, sigma_q,
 beta and attention_scale, the rates those of ``symbolic.general_field`` through the bridge, and the columns
-:data:`RQF_COLUMNS` (the MLP block's quantities are absent: they are not derived for its covariance
-tensor).  The projective columns (``odd_field``, ``lambda_bar_proj``, ``lambda_proj``, ``sync_up_to_sign``)
+:data:`RQF_COLUMNS` (the MLP block's quantities, k1 and sigma_w, sigma_b, sigma_a, are absent: rqf has no
+block and no kernel K(rho); lambda_bar and the dissipation bounds are derived for its covariance tensor).  The projective columns (``odd_field``, ``lambda_bar_proj``, ``lambda_proj``, ``sync_up_to_sign``)
 are in every frame: NaN (``<NA>``) where the field is not odd.
 """
 from __future__ import annotations
@@ -40,10 +40,11 @@ _MLP_COLUMNS = ("activation", "d", "sigma_w", "sigma_b", "sigma_a", "beta", "att
                 "k1", "lambda1", "lambda_bar", "lambda_bar_argmax", "lambda_bar_edge", "sup_at_edge", "c_att",
                 "rate_lower_bound", "rate_upper_bound", "synchronizes", "dissipates") + PROJECTIVE_COLUMNS
 #: the columns of an rqf scan, in order (c_att only when attention is on at some point)
-RQF_COLUMNS = ("field", "d", "sigma_q", "beta", "attention_scale", "k0", "lambda1", "c_att",
-               "synchronizes") + PROJECTIVE_COLUMNS
-#: the columns that exist for the MLP field only: absent from an rqf scan (not derived for its covariance
-#: tensor a(rho) I + c(rho) y x^T, or they describe the MLP block)
+RQF_COLUMNS = ("field", "d", "sigma_q", "beta", "attention_scale", "k0", "lambda1", "lambda_bar", "lambda_bar_argmax",
+               "lambda_bar_edge", "sup_at_edge", "c_att", "rate_lower_bound", "rate_upper_bound", "synchronizes",
+               "dissipates") + PROJECTIVE_COLUMNS
+#: the columns that exist for the MLP field only: absent from an rqf scan (they describe the MLP block or its
+#: kernel K(rho), which the covariance tensor a(rho) I + c(rho) y x^T of rqf does not have)
 MLP_ONLY_COLUMNS = tuple(c for c in _MLP_COLUMNS + ("hidden",) if c not in RQF_COLUMNS)
 
 _MEANINGS = {**FIELDS, **{
@@ -60,7 +61,9 @@ _MEANINGS = {**FIELDS, **{
     "field": "the layer noise: 'rqf' (an rqf scan; an MLP scan has no field column)",
     "sigma_q": "rqf: the scale of the random symmetric matrix Q = sigma_q (B + B^T)/2 (an axis)",
     "k0": FIELDS["k0"],
-    "lambda1": "top Lyapunov exponent: ((d-3) k1 - (d-1) k0)/2 (MLP), -sigma_q^2 (rqf, symbolic.general_field)"}}
+    "lambda1": "top Lyapunov exponent: ((d-3) k1 - (d-1) k0)/2 (MLP), -sigma_q^2 (rqf, symbolic.general_field)",
+    "lambda_bar": FIELDS["lambda_bar"] + " (rqf: 2 sigma_q^2 at the edge for every beta and d, "
+                  "symbolic.general_field)"}}
 
 #: column -> meaning (the DataFrame's columns, in order: an MLP scan's, then the rqf scan's own; the names
 #: and meanings are Regime's fields).  The MLP-only columns say so: they are absent from an rqf scan.
@@ -217,11 +220,11 @@ def _only_default(name: str, value, field: str) -> None:
 
 
 def _scan_rqf(activation, d, sigma_w, sigma_b, sigma_a, beta, attention_scale, hidden, sigma_q):
-    """The rqf scan: a(1), lambda_1 and the projective rates (functions of sigma_q alone, symbolic.general_field
-    through the bridge, numpy flavour, one pass), C_att of the attention; columns :data:`RQF_COLUMNS`."""
+    """The rqf scan: a(1), lambda_1, lambda_bar and the projective rates (symbolic.general_field through the bridge,
+    numpy flavour, one pass), C_att of the attention, the dissipation bounds; columns :data:`RQF_COLUMNS`."""
     import pandas as pd
     from .bridge import function
-    from .numeric.rates import _fn
+    from .numeric.rates import _fn, rqf_lambda_bar_rows
     for name, value in (("activation", activation), ("sigma_w", sigma_w), ("sigma_b", sigma_b),
                         ("sigma_a", sigma_a), ("hidden", hidden)):
         _only_default(name, value, "rqf")
@@ -238,14 +241,22 @@ def _scan_rqf(activation, d, sigma_w, sigma_b, sigma_a, beta, attention_scale, h
         rate = {name: np.asarray(function(f"general_field.rqf_{name}", "numpy")(S), dtype=float) * np.ones(n)
                 for name in ("a1", "lambda1", "lambda_bar_proj", "lambda_proj")}
         c_att = np.where(scale >= 0, 0.0, _fn("attention_bound.c_att")(beta_, np.abs(scale), 1.0) * np.ones(n))
-    bad = [name for name, v in {**rate, "c_att": c_att}.items() if not np.all(np.isfinite(v))]
+        lam_bar, argmax, edge = rqf_lambda_bar_rows(S, beta_)
+        # V = s I: the rate near synchronization is edge - 2 s (regime's rate_lower_bound)
+        lower = edge + _fn("attention_bound.near_sync_rate")(scale)
+        upper = lam_bar + c_att
+    bad = [name for name, v in {**rate, "c_att": c_att, "lambda_bar": lam_bar, "rate_lower_bound": lower}.items()
+           if not np.all(np.isfinite(v))]
     if bad:
         raise ResourceError(f"{', '.join(bad)} not finite at some points of the scan: outside the computable "
                             "range; use a smaller sigma_q, beta or attention scale")
     frame = pd.DataFrame({
         "field": np.full(n, "rqf", dtype=object), "d": grid["d"].astype(np.int64), "sigma_q": S, "beta": beta_,
-        "attention_scale": scale, "k0": rate["a1"], "lambda1": rate["lambda1"], "c_att": c_att,
+        "attention_scale": scale, "k0": rate["a1"], "lambda1": rate["lambda1"], "lambda_bar": lam_bar,
+        "lambda_bar_argmax": argmax, "lambda_bar_edge": edge, "sup_at_edge": argmax == 1.0, "c_att": c_att,
+        "rate_lower_bound": lower, "rate_upper_bound": upper,
         "synchronizes": pd.array(synchronization_verdicts(rate["lambda1"]), dtype="boolean"),
+        "dissipates": pd.array(dissipation_verdicts(upper, lower), dtype="boolean"),
         **_projective_columns(np.ones(n, dtype=bool), rate["lambda_bar_proj"], rate["lambda_proj"])})
     if np.all(scale == 0):
         frame = frame.drop(columns=["c_att"])
