@@ -2,7 +2,7 @@
 and the projective columns of scan / phase-diagram --values.
 
 The numbers are compared with values computed here without the package's derivation: the closed forms of
-docs/mathematics.md ("The random quadratic form": a(1) = S^2/2, lambda_1 = -S^2, lambda_bar_proj = 2 S^2,
+docs/mathematics.md ("The random quadratic form": a(1) = S^2/2, lambda_1 = -S^2, lambda_bar = lambda_bar_proj = 2 S^2,
 lambda_proj = -S^2) typed in numpy, a numpy Monte Carlo of one layer of the tangent flow of
 x' = Pi(x + sqrt(h) Q x) written here (for lambda_1 and the variance rate of the log-distance that
 sync-time uses), the inverse Gaussian moments written by hand, and regime's answers (the command the
@@ -91,13 +91,16 @@ def test_scan_rqf_against_the_documents_closed_forms_and_regime():
     assert len(df) == 3 * 2 * 2 * 2 and list(df.columns) == list(RQF_COLUMNS)
     assert not set(MLP_ONLY_COLUMNS) & set(df.columns)
     ref = _docs(df["sigma_q"].to_numpy())
+    ref.update(lambda_bar=2 * df["sigma_q"].to_numpy() ** 2, lambda_bar_edge=2 * df["sigma_q"].to_numpy() ** 2)
     for col, want in ref.items():
         np.testing.assert_allclose(df[col].to_numpy(), want, rtol=1e-13, err_msg=col)
     assert df["synchronizes"].all() and df["sync_up_to_sign"].all() and df["odd_field"].all()
     for row in df.itertuples():
         g = sv.regime(sv.ModelParams(field="rqf", sigma_q=row.sigma_q, d=row.d, beta=row.beta, V=row.attention_scale))
-        assert (row.k0, row.lambda1, row.lambda_bar_proj, row.lambda_proj) == (
-            g.k0, g.lambda1, g.lambda_bar_proj, g.lambda_proj)
+        assert (row.k0, row.lambda1, row.lambda_bar_proj, row.lambda_proj, row.lambda_bar, row.lambda_bar_edge) == (
+            g.k0, g.lambda1, g.lambda_bar_proj, g.lambda_proj, g.lambda_bar, g.lambda_bar_edge)
+        assert row.rate_lower_bound == pytest.approx(g.rate_lower_bound, rel=1e-13, abs=1e-15)
+        assert (None if pd.isna(row.dissipates) else bool(row.dissipates)) == g.dissipates
         assert row.c_att == pytest.approx(g.c_att, rel=1e-13, abs=0.0)
         assert bool(row.synchronizes) == g.synchronizes and bool(row.sync_up_to_sign) == g.sync_up_to_sign
     # the order of the grid: d, sigma_q, beta, attention_scale (the last fastest)
@@ -283,7 +286,8 @@ def test_find_rqf(capsys):
     c = res.counterexample
     assert res.found and c["field"] == "rqf" and set(c) == {"field", "d", "sigma_q", "beta"}
     assert res.values["lambda_bar_proj"] == pytest.approx(2 * c["sigma_q"] ** 2, rel=1e-13)
-    assert res.values["lambda_bar"] != res.values["lambda_bar"]                  # nan: not defined for rqf
+    assert res.values["lambda_bar"] == pytest.approx(2 * c["sigma_q"] ** 2, rel=1e-13)   # derived for rqf
+    assert res.values["k1"] != res.values["k1"]                                  # nan: not defined for rqf
     # --sigma-q pins the scale: lambda_proj = -S^2 < -1 holds for S = 1.2 and fails for S = 0.9
     assert not find("lambda_proj < -1", field="rqf", sigma_q=1.2, max_examples=20).found
     res = find("lambda_proj < -1", field="rqf", sigma_q=0.9, max_examples=20)
@@ -299,7 +303,6 @@ def test_find_rqf(capsys):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["lambda_bar < 0", "--field", "rqf"], ["lambda_bar", "rqf"]),
     (["k1 > 0", "--field", "rqf"], ["k1", "rqf"]),
     (["lambda1 < 0", "--field", "rqf", "--assume", "sigma_b > 1"], ["sigma_b", "rqf"]),
     (["lambda1 < 0", "--field", "rqf", "--activation", "tanh"], ["activation", "rqf"]),
