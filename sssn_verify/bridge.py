@@ -155,7 +155,8 @@ def _rqf(part: str):
             "lambda_bar": lambda: gf.rqf_energy_rate()["lambda_bar"],
             "lambda_bar_edge": lambda: gf.rqf_energy_rate()["edge"],
             "lambda_bar_anti": lambda: gf.rqf_energy_rate()["anti"],
-            "energy_ratio": lambda: gf.rqf_energy_rate()["R"], "energy_ratio0": lambda: gf.rqf_energy_rate()["R0"]}[part]()
+            "energy_ratio": lambda: gf.rqf_energy_rate()["R"],
+            "energy_ratio0": lambda: gf.rqf_energy_rate()["R0"]}[part]()
     args = ((S.d, S.rho, y, gf.sigma_q) if part.startswith(("one_point", "atanh"))
             else (sp.Symbol("i", positive=True, integer=True), gf.sigma_q) if part == "spectrum"
             else (S.rho, S.beta, gf.sigma_q) if part.startswith("energy_ratio")

@@ -358,8 +358,8 @@ def _rqf_regime(params: ModelParams) -> Regime:
         kernel_method="none: the rqf covariance is a(rho) I + c(rho) y x^T (symbolic.general_field)",
         k0=rate["a1"], k1=nan, lambda1=rate["lambda1"], lambda_bar=lam_bar, lambda_bar_argmax=argmax,
         lambda_bar_edge=edge, sup_at_edge=bool(argmax == 1.0), c_att=float(catt), c_att_general=float(cgen),
-        rate_lower_bound=float(lower), synchronizes=sync, dissipates=diss, odd_field=True, lambda_bar_proj=rate["lambda_bar_proj"],
-        lambda_bar_proj_argmax=1.0, lambda_proj=rate["lambda_proj"], sync_up_to_sign=sync_sign,
+        rate_lower_bound=float(lower), synchronizes=sync, dissipates=diss, odd_field=True,
+        lambda_bar_proj=rate["lambda_bar_proj"], lambda_bar_proj_argmax=1.0, lambda_proj=rate["lambda_proj"], sync_up_to_sign=sync_sign,
         attention_on=params.attention_on, field="rqf", sigma_q=float(S), lyapunov_spectrum=spectrum,
         log_distance_variance=rate["log_distance_variance"])
 

@@ -12,8 +12,9 @@ numpy passes, not a Python loop per point.  Attention is ``Q = K = I``, ``V = at
 ``field="rqf"`` scans the random quadratic form instead (``regime --field rqf``): the axes are d, sigma_q,
 beta and attention_scale, the rates those of ``symbolic.general_field`` through the bridge, and the columns
 :data:`RQF_COLUMNS` (the MLP block's quantities, k1 and sigma_w, sigma_b, sigma_a, are absent: rqf has no
-block and no kernel K(rho); lambda_bar and the dissipation bounds are derived for its covariance tensor).  The projective columns (``odd_field``, ``lambda_bar_proj``, ``lambda_proj``, ``sync_up_to_sign``)
-are in every frame: NaN (``<NA>``) where the field is not odd.
+block and no kernel K(rho); lambda_bar and the dissipation bounds are derived for its covariance tensor).  The
+projective columns (``odd_field``, ``lambda_bar_proj``, ``lambda_proj``, ``sync_up_to_sign``) are in every frame:
+NaN (``<NA>``) where the field is not odd.
 """
 from __future__ import annotations
 

@@ -537,7 +537,8 @@ def general_field() -> Derivation:
                      rqf_one_point_rate=sp.sstr(T[a_1] / 2), rqf_log_sin_rate=sp.sstr(ls),
                      rqf_atanh=(sp.sstr(yd), sp.sstr(ya)), one_point=(sp.sstr(ob), sp.sstr(oa)),
                      general_edge_rate=sp.sstr(general_edge_rate()), rqf_lambda_bar=sp.sstr(lb),
-                     rqf_energy_ratio=sp.sstr(rqf_energy_rate()["R"]), rqf_energy_ratio0=sp.sstr(rqf_energy_rate()["R0"]),
+                     rqf_energy_ratio=sp.sstr(rqf_energy_rate()["R"]),
+                     rqf_energy_ratio0=sp.sstr(rqf_energy_rate()["R0"]),
                      rqf_lambda_bar_sup_location="rho -> 1 (the edge limit, not attained) for every beta >= 0 and d")
     return dv
 
@@ -569,9 +570,11 @@ def _energy_rate_steps(dv: Derivation) -> sp.Expr:
            "$R_0(-1) \\le 0$; for the $K(\\rho) I$ fields these are Schoenberg's chords, $|K| \\le k_0$ and "
            "$K(-1) \\ge -k_0$, but rqf is no dot-product kernel, so they are shown for its tensor directly",
            cert["residuals"])
-    dv.add("rqf: $L_2 f_\\beta / f_\\beta$ ($\\beta > 0$) and $L_2 f_0 / f_0$ (free of $d$)", sp.Tuple(rq["R"], rq["R0"]))
-    dv.add("rqf: $C_0$, $T$ and $R_0(-1)$; the first two are $\\ge 0$ on $[-1, 1]$ (decided by sympy in "
-           "$\\rho = (1 - t)/(1 + t)$, $t \\ge 0$), the third is $0$", sp.Tuple(rq["C0"], rq["T"], rq["R0_minus"]))
+    dv.add("rqf: $L_2 f_\\beta / f_\\beta$ ($\\beta > 0$) and $L_2 f_0 / f_0$ (free of $d$)",
+           sp.Tuple(rq["R"], rq["R0"]))
+    dv.add("rqf: $C_0$, $T$ and $R_0(-1)$; the first two are $\\ge 0$ on $[-1, 1]$ (decided exactly after the "
+           "substitution $\\rho = (1 - t)/(1 + t)$, $t \\ge 0$, onto $(-1, 1]$), the third is $0$",
+           sp.Tuple(rq["C0"], rq["T"], rq["R0_minus"]))
     dv.add("rqf: the edge value and the value at $\\rho = -1$; the edge is the larger, and $\\beta\\psi T > 0$ "
            "($\\beta > 0$) or $\\psi C_0 > 0$ ($\\beta = 0$) inside, so the supremum is the limit "
            "$\\rho \\to 1$, not attained, for every $\\beta \\ge 0$ and $d$ (a cross-check: the only critical point "
