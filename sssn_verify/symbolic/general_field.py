@@ -580,7 +580,7 @@ def _energy_rate_steps(dv: Derivation) -> sp.Expr:
            "$\\rho \\to 1$, not attained, for every $\\beta \\ge 0$ and $d$ (a cross-check: the only critical point "
            "of $R_0$ in $(-1, 1)$ is below, a minimum)", sp.Tuple(rq["edge"], rq["anti"], *rq["critical0"]))
     dv.add("rqf: the energy rate (noise only; $\\lambda_1 < 0$ while the mean of $1 - \\rho$ grows near the "
-           "diagonal)", sp.Eq(sp.Symbol("lambda_bar"), rq["lambda_bar"]))
+           "diagonal)", sp.Eq(sp.Symbol("lambdabar"), rq["lambda_bar"]))
     return rq["lambda_bar"]
 
 
