@@ -406,7 +406,11 @@ def lambda1(params: ModelParams) -> float:
 def lambda_bar(params: ModelParams) -> float:
     """lambda_bar(beta) = sup over rho in [-1, 1) of L2 f / f, the noise-only energy rate of one
     parameter set (a ModelParams or its fields as keywords, as :func:`regime`).  A float; where the
-    sup sits and the edge value are in :func:`regime`'s ``lambda_bar_argmax``, ``lambda_bar_edge``."""
+    sup sits and the edge value are in :func:`regime`'s ``lambda_bar_argmax``, ``lambda_bar_edge``.
+    ``field="rqf"``: derived for its covariance tensor (symbolic.general_field), 2 sigma_q^2."""
+    if params.field == "rqf":
+        from .numeric.rates import rqf_lambda_bar_rows
+        return float(rqf_lambda_bar_rows(params.sigma_q, params.beta)[0])
     kf = kernel(params)
     return float(lambda_bar_from_kernel(kf, params.d, params.beta)[0])
 

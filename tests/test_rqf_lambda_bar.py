@@ -188,6 +188,8 @@ def test_regime_rqf_reports_lambda_bar(capsys):
     assert (r["lambda_bar_argmax"], r["lambda_bar_edge"], r["sup_at_edge"]) == (1.0, r["lambda_bar"], True)
     # default attention V = I, Q = K = I: C_att = 0, the rate near synchronization 2 - 2 = 0: undetermined
     assert r["c_att"] == 0.0 and r["rate_lower_bound"] == pytest.approx(0.0, abs=1e-15)
+    import sssn_verify as sv
+    assert sv.lambda_bar(field="rqf", sigma_q=1.0, d=5) == r["lambda_bar"]          # the public function too
     assert r["dissipates"] is None and r["verdict"].startswith("undetermined: the rate lies in [0, 2]")
     code, out, err = _run(["regime", "--field", "rqf", "--sigma-q", "0.7", "--d", "3", "--no-attention", "--json"],
                           capsys)
