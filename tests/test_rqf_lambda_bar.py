@@ -160,6 +160,9 @@ def test_the_rqf_certificate_conditions_and_the_result():
     rq = gf.rqf_energy_rate()
     S = gf.sigma_q
     assert all(rq["conditions"].values())
+    # the sign decision is not vacuous: a sign change inside, or a negative polynomial, is not shown >= 0
+    assert not gf._nonnegative_on_sphere_range(rho) and not gf._nonnegative_on_sphere_range(rho**2 - 1)
+    assert gf._nonnegative_on_sphere_range((1 - rho) * (1 + rho) ** 3)
     assert sp.simplify(rq["C0"] - S**2 * (1 - rho**2)) == 0 and rq["R0_minus"] == 0 and rq["anti"] == 0
     assert sp.simplify(rq["lambda_bar"] - 2 * S**2) == 0 and rq["edge"] == rq["lambda_bar"]
     assert rq["lambda_bar"].free_symbols == {S}                       # free of d and beta
