@@ -15,6 +15,13 @@ QUADRATURE_ACTIVATIONS = ("tanh", "gelu", "silu", "softplus", "u*erf(u)")
 #: searches (check, find) put sigma_w and sigma_b of an activation whose kernel needs quadrature
 #: (one kernel table, ~0.3-1 s, per (sigma_w, sigma_b) pair) on this many evenly spaced values each
 SIGMA_GRID_QUADRATURE = 4
+#: the hidden stacks a claim's domain draws (``claim_configs(..., hidden=HIDDEN_STACKS)``), as configuration
+#: values: "none" (the one-layer block) or the canonical ``params.hidden_spec`` text of ``ModelParams.hidden``.
+#: One closed-form layer (relu: its table from the arc-cosine composition) and one quadrature stack
+#: (tanh -> relu, ~0.7 s per kernel table); ``claim_configs`` draws "none" half the time (the cheapest
+#: kernel), the deep stacks share the other half
+NO_HIDDEN = "none"
+HIDDEN_STACKS = (NO_HIDDEN, "relu 1.0 0.5", "tanh 1.2 0.1; relu 1.0 0.5")
 SMOOTH_ACTIVATIONS = ("relu", "leaky_relu:0.1", "identity", "erf", "tanh", "gelu", "silu",
                       "softplus", "sin:1")
 
@@ -54,18 +61,47 @@ def _on_grid(lo: float, hi: float, steps: int = 10_000):
     return snap
 
 
+def hidden_stack(text: str | None) -> tuple:
+    """The validated ``ModelParams.hidden`` of a configuration's hidden stack: None, "" or "none" -> (), else
+    the ``params.hidden_spec`` text "ACT SW SB; ACT SW SB" (ParameterError for anything else)."""
+    from .params import check_hidden
+    if text is None or (isinstance(text, str) and text.strip() in ("", NO_HIDDEN)):
+        return ()
+    if not isinstance(text, str):
+        from .errors import ParameterError
+        raise ParameterError("hidden", type(text).__name__, 'must be a text "ACT SW SB; ACT SW SB" or "none"')
+    return check_hidden([part for part in text.split(";")])
+
+
+def hidden_text(hidden) -> str:
+    """The configuration value of a hidden stack (the inverse of :func:`hidden_stack`): "none" or its
+    canonical ``params.hidden_spec`` text (a sequence of triples or strings, or such a text, is validated)."""
+    from .params import check_hidden, hidden_spec
+    stack = hidden_stack(hidden) if hidden is None or isinstance(hidden, str) else check_hidden(hidden)
+    return hidden_spec(stack) if stack else NO_HIDDEN
+
+
 def claim_configs(*, where=None, **fields):
     """A claim's domain: tuples of its configuration fields, in the order given.
 
     Each field is a tuple of choices (strings: ``sampled_from``, simplest first), an
     ``(low, high)`` pair of ints (``integers``) or of floats (``floats``, finite, on a grid of 10^4 steps).
+    A field named ``hidden`` (the deep block's stack, :data:`HIDDEN_STACKS`: "none" first, then
+    ``params.hidden_spec`` texts) draws its first choice half the time and the others uniformly in the
+    other half (a deep kernel table costs more than a one-layer one), shrinking towards the first.
     ``where=(predicate, reason)`` declares the part of the box where the claim is not meant to hold
     or its evidence does not exist: configurations failing ``predicate(config)`` are never drawn, and
     ``reason`` (recorded as ``strategy.excluded``) says why, beside the ranges (``explore.domain_text``).
     """
     parts = []
     for name, spec in fields.items():
-        if all(isinstance(x, str) for x in spec):
+        if name == "hidden" and all(isinstance(x, str) for x in spec):
+            if tuple(spec) != tuple(hidden_text(x) for x in spec) or len(set(spec)) != len(spec):
+                raise ValueError(f"hidden stacks must be distinct canonical texts (strategies.hidden_text): {spec!r}")
+            rest = st.sampled_from(tuple(spec[1:])) if len(spec) > 1 else None
+            parts.append(st.just(spec[0]) if rest is None else   # False (shrinks first): the first choice
+                         st.booleans().flatmap(lambda deep, rest=rest, first=spec[0]: rest if deep else st.just(first)))
+        elif all(isinstance(x, str) for x in spec):
             parts.append(st.sampled_from(tuple(spec)))
         elif len(spec) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in spec):
             parts.append(st.integers(*spec))
