@@ -61,7 +61,7 @@ def _on_grid(lo: float, hi: float, steps: int = 10_000):
     return snap
 
 
-def hidden_stack(text: str | None) -> tuple:
+def hidden_stack(text: str | None = None) -> tuple:
     """The validated ``ModelParams.hidden`` of a configuration's hidden stack: None, "" or "none" -> (), else
     the ``params.hidden_spec`` text "ACT SW SB; ACT SW SB" (ParameterError for anything else)."""
     from .params import check_hidden

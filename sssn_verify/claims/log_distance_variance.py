@@ -27,7 +27,7 @@ from ..numeric.rng import as_key
 from ..params import ModelParams
 from ..stats import agreement_test
 from ..symbolic.spectrum import variance_rate_tangent
-from ..strategies import claim_configs
+from ..strategies import HIDDEN_STACKS, NO_HIDDEN, claim_configs, hidden_stack
 from ._util import combine, configs, estimates_figure
 from .base import CandidateCheck, Claim, Evidence
 
@@ -40,8 +40,9 @@ CONFIGS = (
     ("sde", "gelu", 6, 1.0, 0.5, 1.0),
 )
 # where it is explored: noise per layer (k0 + k1) T / L at most the first anchor's
+# (a deep block is one more kernel K of the Gaussian transformer and the SDE: they read it through k0, k1)
 DOMAIN = claim_configs(model=("gaussian", "sde"), activation=("relu", "tanh", "gelu"), d=(2, 6),
-                       sigma_w=(0.5, 1.0), sigma_b=(0.0, 1.0), sigma_a=(0.5, 1.0))
+                       sigma_w=(0.5, 1.0), sigma_b=(0.0, 1.0), sigma_a=(0.5, 1.0), hidden=HIDDEN_STACKS)
 
 
 @lru_cache(maxsize=None)
@@ -63,17 +64,19 @@ def block_variance(running: np.ndarray, blocks: int, horizon: float) -> tuple[fl
     return s2 * scale, math.sqrt(max(m4 - s2 * s2, 0.0) / n) * scale, n
 
 
-def estimate(model, act, d, sw, sb, sa, budget, seed):
-    """Richardson-extrapolated variance rate and its stderr; the two raw levels in details."""
+def estimate(model, act, d, sw, sb, sa, budget, seed, hidden: str = NO_HIDDEN):
+    """Richardson-extrapolated variance rate and its stderr; the two raw levels in details.  `hidden`: a
+    configuration's hidden stack (``strategies.hidden_stack``)."""
     P = int(budget["paths"] if model != "transformer" else budget["paths_transformer"])
     return _estimate(model, act, d, sw, sb, sa, float(budget["horizon"]), int(budget["depth"]), P,
-                     int(budget["blocks"]), int(budget["width"]), seed)
+                     int(budget["blocks"]), int(budget["width"]), seed, hidden)
 
 
 @lru_cache(maxsize=64)
-def _estimate(model, act, d, sw, sb, sa, T, L, P, B, width, seed):
+def _estimate(model, act, d, sw, sb, sa, T, L, P, B, width, seed, hidden=NO_HIDDEN):
     # cached: a pure function of its arguments, so a mutated formula is judged on the same runs
-    p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=1, horizon=T)
+    p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=1, horizon=T,
+                    hidden=hidden_stack(hidden))
     levels = []
     for j, depth in enumerate((L, 2 * L)):
         r = lyapunov_tangent(p, model=model, depth=depth, n_paths=P, seed=as_key(seed, "level", j),
@@ -85,11 +88,12 @@ def _estimate(model, act, d, sw, sb, sa, T, L, P, B, width, seed):
 
 def check(formula, budget: dict, seed: int, level: float):
     parts, labels, est, se, exp = [], [], [], [], []
-    for i, (model, act, d, sw, sb, sa) in enumerate(configs(budget, CONFIGS)):
-        kf = numeric_kernel(act, sw, sb, sa)
+    for i, (model, act, d, sw, sb, sa, *deep) in enumerate(configs(budget, CONFIGS)):
+        hidden = deep[0] if deep else NO_HIDDEN
+        kf = numeric_kernel(act, sw, sb, sa, hidden=hidden_stack(hidden))
         expected = formula(kf.k0, kf.k1)
-        value, s, n, info = estimate(model, act, d, sw, sb, sa, budget, as_key(seed, "config", i))
-        label = f"{model} {act} d={d} sb={sb}"
+        value, s, n, info = estimate(model, act, d, sw, sb, sa, budget, as_key(seed, "config", i), hidden=hidden)
+        label = f"{model} {act} d={d} sb={sb}" + ("" if hidden == NO_HIDDEN else f" then {hidden}")
         parts.append(agreement_test(label, value, s, expected, level=level, n=n, seed=seed,
                                     rel_tol=budget["rel_tol"], details={"k0": kf.k0, "k1": kf.k1, **info}))
         labels.append(label)
@@ -117,7 +121,8 @@ EVIDENCE = (r"the noise-only tangent flow of the Gaussian transformer at the poi
 def candidate_evidence(point: dict, seed, level: float, budget: dict = CANDIDATE_BUDGET) -> Evidence:
     """sigma^2 = Var(log|V_t|)/t of the Gaussian transformer at `point` (the checker's `estimate`)."""
     value, s, n, info = estimate("gaussian", point["activation"], int(point["d"]), point["sigma_w"],
-                                 point["sigma_b"], point["sigma_a"], budget, as_key(seed, "evidence"))
+                                 point["sigma_b"], point["sigma_a"], budget, as_key(seed, "evidence"),
+                                 hidden=point.get("hidden", NO_HIDDEN))
     return Evidence(value, s, n, f"tangent-flow block variance of log|V|, Gaussian transformer, "
                                  f"{budget['paths']} paths x {budget['blocks']} blocks, Richardson L, 2L",
                     rel_tol=budget["rel_tol"], details=info)
@@ -129,8 +134,8 @@ CANDIDATE = CandidateCheck(
     # the relative spread of a block variance, sqrt(2 / (paths x blocks)), x sqrt(5) for Richardson
     error_scale=lambda v, derived: abs(derived) * (CANDIDATE_BUDGET["rel_tol"] + math.sqrt(
         10.0 / (CANDIDATE_BUDGET["paths"] * CANDIDATE_BUDGET["blocks"]))) + 1e-12,
-    admissible=lambda pt: math.isfinite(numeric_kernel(pt["activation"], pt["sigma_w"], pt["sigma_b"],
-                                                       pt["sigma_a"]).k1),
+    admissible=lambda pt: math.isfinite(numeric_kernel(pt["activation"], pt["sigma_w"], pt["sigma_b"], pt["sigma_a"],
+                                                       hidden=hidden_stack(pt.get("hidden"))).k1),
     description=EVIDENCE, design_evidence=partial(candidate_evidence, budget=DESIGN_BUDGET))
 
 
@@ -153,6 +158,6 @@ CLAIM = Claim(
              "full": {"n_configs": len(CONFIGS), "paths": 100_000, "paths_transformer": 20_000, "depth": 100,
                       "width": 128, "horizon": 1.0, "blocks": 50, "rel_tol": 0.003}},
     derived_text=lambda: f"sigma^2 = {sp.sstr(variance_rate_tangent())}",
-    domain=DOMAIN, anchors=CONFIGS,
+    domain=DOMAIN, anchors=tuple((*c, NO_HIDDEN) for c in CONFIGS),
     candidate=CANDIDATE,
 )

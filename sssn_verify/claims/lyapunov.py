@@ -21,7 +21,7 @@ from ..numeric.rng import as_key
 from ..params import ModelParams
 from ..stats import POWER, agreement_test
 from ..symbolic.lyapunov import lambda1_tangent
-from ..strategies import claim_configs
+from ..strategies import HIDDEN_STACKS, NO_HIDDEN, claim_configs, hidden_stack
 from ._util import combine, configs, estimates_figure, paths_for, resolution, steering
 from .base import CandidateCheck, Claim, Evidence
 
@@ -42,13 +42,14 @@ CONFIGS = (
 # time-step bias stays inside the stated allowance), lambda_1 of either sign; `check` searches CHECK_DOMAIN
 # over closed-form kernels (relu, leaky_relu, erf, sin) and quadrature ones (tanh, gelu)
 ACTIVATIONS = ("relu", "leaky_relu:0.1", "erf", "sin:3", "tanh", "gelu")
+# a deep block is one more kernel K of the Gaussian transformer (the checks read the block only through k0, k1)
 DOMAIN = claim_configs(model=("gaussian",), activation=("relu", "tanh", "gelu", "erf", "sin:3"),
-                       d=(2, 6), sigma_w=(0.5, 1.25), sigma_b=(0.0, 1.0), sigma_a=(0.5, 1.25))
+                       d=(2, 6), sigma_w=(0.5, 1.25), sigma_b=(0.0, 1.0), sigma_a=(0.5, 1.25), hidden=HIDDEN_STACKS)
 # `check` (one exactly sampled layer per point, no time-step allowance) searches a wider domain: the
 # tangent-flow check over a horizon that verify --explore also runs keeps its O(T/L) allowance only for
 # small d (relu d = 14, sb = 1 at the quick depth: -3.536 +- 0.011 against -3.75, 5.7 % off)
 CHECK_DOMAIN = {"activation": ACTIVATIONS, "d": (2, 16), "sigma_w": (0.3, 1.5), "sigma_b": (0.0, 1.5),
-                "sigma_a": (0.3, 1.5)}
+                "sigma_a": (0.3, 1.5), "hidden": HIDDEN_STACKS}
 
 
 @lru_cache(maxsize=None)
@@ -57,15 +58,16 @@ def derived_formula() -> Callable[[float, float, float], float]:
     return function("lyapunov.lambda1", "math")
 
 
-def estimate(model: str, act: str, d: int, sw: float, sb: float, sa: float, budget: dict, seed: int):
+def estimate(model: str, act: str, d: int, sw: float, sb: float, sa: float, budget: dict, seed: int,
+             hidden: str = NO_HIDDEN):
     """(rate, stderr, n_paths) of the tangent flow, noise only (V = 0).
 
     The depth grows with the noise per layer, (k0 + k1) T / L <= budget["step_noise"]: the
     O(T/L) time-step bias of the rate scales with it (sin(3u), d = 2 at L = 100: -2.70 vs -2.50).
     """
     p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=1,
-                    horizon=float(budget["horizon"]))
-    kf = numeric_kernel(act, sw, sb, sa)
+                    horizon=float(budget["horizon"]), hidden=hidden_stack(hidden))
+    kf = numeric_kernel(p)
     depth = max(int(budget["depth"]), math.ceil(p.horizon * (kf.k0 + kf.k1) / budget["step_noise"]))
     r = lyapunov_tangent(p, model=model, depth=depth,
                          width=int(budget["width"]) if model == "transformer" else None,
@@ -98,10 +100,12 @@ def one_step_vectors(d: int, k0: float, k1: float) -> int:
 
 
 def one_step_rate(act, d: int, sw: float, sb: float, sa: float, n_paths: int, seed,
-                  step_noise: float = STEP_NOISE, model: str = "gaussian"):
+                  step_noise: float = STEP_NOISE, model: str = "gaussian", hidden: str = NO_HIDDEN):
     """Richardson one-step estimate of `model`'s exponent (a field model, the Gaussian transformer by
-    default): OneStepMoments (stat "lam"), with the model's k0, k1 as ``.k0``, ``.k1`` of its constants."""
-    p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=1)
+    default): OneStepMoments (stat "lam"), with the model's k0, k1 as ``.k0``, ``.k1`` of its constants;
+    `hidden` a configuration's hidden stack (``strategies.hidden_stack``)."""
+    p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=1,
+                    hidden=hidden_stack(hidden))
     c = model_constants(model, p)
     h = step_noise / (d * (c.k0 + c.k1))
     return one_step_moments(p, h, n_paths, seed, n_vectors=one_step_vectors(d, c.k0, c.k1), model=model)
@@ -109,16 +113,20 @@ def one_step_rate(act, d: int, sw: float, sb: float, sa: float, n_paths: int, se
 
 def one_step_check(formula, budget: dict, seed: int, level: float):
     parts, labels, est, se, exp = [], [], [], [], []
-    # explored configurations come as the tangent check's (model, activation, d, sigmas)
-    cfgs = [c[-5:] for c in configs(budget, ONE_STEP_CONFIGS, "n_one_step")]
+    # explored configurations come as the tangent check's (model, activation, d, sigmas, hidden); the anchors and
+    # a configuration without the hidden stack (an older one replayed) are one-layer blocks
+    cfgs = [tuple(c[1:]) if len(c) == 7 else (*c[-5:], NO_HIDDEN)
+            for c in configs(budget, ONE_STEP_CONFIGS, "n_one_step")]
     models = tuple(budget.get("models", ("gaussian",)))
-    for i, (act, d, sw, sb, sa) in enumerate(cfgs):
+    for i, (act, d, sw, sb, sa, hidden) in enumerate(cfgs):
         for model in models:
-            c = model_constants(model, ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa))
+            c = model_constants(model, ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa,
+                                                   hidden=hidden_stack(hidden)))
             lam = formula(d, c.k0, c.k1)
             r = one_step_rate(act, d, sw, sb, sa, int(budget["one_step_paths"]),
-                              as_key(seed, "one-step", i, model), model=model)
-            label = f"{act} d={d} sw={sw} sb={sb} sa={sa}" + ("" if models == ("gaussian",) else f" ({model})")
+                              as_key(seed, "one-step", i, model), model=model, hidden=hidden)
+            label = (f"{act} d={d} sw={sw} sb={sb} sa={sa}" + ("" if hidden == NO_HIDDEN else f" then {hidden}")
+                     + ("" if models == ("gaussian",) else f" ({model})"))
             parts.append(agreement_test(label, r.mean["lam"], r.stderr["lam"], lam, level=level, n=r.n, seed=seed,
                                         details={"k0": c.k0, "k1": c.k1, "h": r.h, "raw_h": r.mean["lam_h"],
                                                  "raw_2h": r.mean["lam_2h"]}))
@@ -142,12 +150,13 @@ def check(formula, budget: dict, seed: int, level: float):
 
 def tangent_check(formula, budget: dict, seed: int, level: float):
     parts, labels, est, se, exp = [], [], [], [], []
-    for i, (model, act, d, sw, sb, sa) in enumerate(configs(budget, CONFIGS)):
-        kf = numeric_kernel(act, sw, sb, sa)
+    for i, (model, act, d, sw, sb, sa, *deep) in enumerate(configs(budget, CONFIGS)):
+        hidden = deep[0] if deep else NO_HIDDEN
+        kf = numeric_kernel(act, sw, sb, sa, hidden=hidden_stack(hidden))
         lam = formula(d, kf.k0, kf.k1)
-        rate, s, n = estimate(model, act, d, sw, sb, sa, budget, as_key(seed, "tangent", i))
+        rate, s, n = estimate(model, act, d, sw, sb, sa, budget, as_key(seed, "tangent", i), hidden=hidden)
         tol = budget["rel_tol"] * abs(lam) + budget["abs_tol"] * (kf.k0 + kf.k1)
-        label = f"{model} {act} d={d} sb={sb}"
+        label = f"{model} {act} d={d} sb={sb}" + ("" if hidden == NO_HIDDEN else f" then {hidden}")
         parts.append(agreement_test(label, rate, s, lam, level=level, n=n, seed=seed, abs_tol=tol,
                                     details={"k0": kf.k0, "k1": kf.k1}))
         labels.append(label)
@@ -179,13 +188,14 @@ EVIDENCE = (r"one exactly sampled noise-only layer of the Gaussian transformer: 
 def candidate_evidence(point: dict, seed: int, level: float, budget: dict = CANDIDATE_BUDGET) -> Evidence:
     """lambda_1 of the Gaussian transformer from one exactly sampled layer (see `one_step_check`), with
     as many paths as the designed power needs at `level` (from a pilot run on its own stream)."""
-    act, d = point["activation"], int(point["d"])
+    act, d, hidden = point["activation"], int(point["d"]), point.get("hidden", NO_HIDDEN)
     sig = (point["sigma_w"], point["sigma_b"], point["sigma_a"])
-    kf = numeric_kernel(act, *sig)
-    pilot = one_step_rate(act, d, *sig, int(budget["pilot"]), as_key(seed, "pilot"), step_noise=budget["step_noise"])
+    kf = numeric_kernel(act, *sig, hidden=hidden_stack(hidden))
+    pilot = one_step_rate(act, d, *sig, int(budget["pilot"]), as_key(seed, "pilot"), step_noise=budget["step_noise"],
+                          hidden=hidden)
     target = budget["target"] * resolution(abs(pilot.mean["lam"]), kf.k0)
     n = paths_for(pilot.sd["lam"], target, level, POWER, int(budget["min_paths"]), int(budget["max_paths"]))
-    r = one_step_rate(act, d, *sig, n, as_key(seed, "evidence"), step_noise=budget["step_noise"])
+    r = one_step_rate(act, d, *sig, n, as_key(seed, "evidence"), step_noise=budget["step_noise"], hidden=hidden)
     return Evidence(r.mean["lam"], r.stderr["lam"], r.n,
                     f"one exactly sampled layer of the Gaussian transformer, {r.n} paths, Richardson h = {r.h:.3g}, 2h",
                     details={"h": r.h, "raw_h": r.mean["lam_h"], "raw_2h": r.mean["lam_2h"], "pilot_sd": pilot.sd["lam"],
@@ -210,8 +220,8 @@ CANDIDATE = CandidateCheck(
     variables=("d", "k0", "k1", "sigma_w", "sigma_b", "sigma_a"), axes=("d", "sigma_w", "sigma_b", "sigma_a"),
     derived=lambda v: derived_formula()(v["d"], v["k0"], v["k1"]), evidence=candidate_evidence,
     error_scale=candidate_error_scale, description=EVIDENCE,
-    admissible=lambda pt: math.isfinite(numeric_kernel(pt["activation"], pt["sigma_w"], pt["sigma_b"],
-                                                       pt["sigma_a"]).k1),
+    admissible=lambda pt: math.isfinite(numeric_kernel(pt["activation"], pt["sigma_w"], pt["sigma_b"], pt["sigma_a"],
+                                                       hidden=hidden_stack(pt.get("hidden"))).k1),
     aliases=("lambda1",), domain=CHECK_DOMAIN, design_evidence=partial(candidate_evidence, budget=DESIGN_BUDGET))
 
 
@@ -242,6 +252,6 @@ CLAIM = Claim(
                       "depth": 200, "width": 128, "horizon": 1.0, "rel_tol": 0.02, "abs_tol": 0.003,
                       "step_noise": 0.005}},
     derived_text=lambda: f"lambda_1 = {sp.sstr(lambda1_tangent())}",
-    domain=DOMAIN, anchors=CONFIGS,
+    domain=DOMAIN, anchors=tuple((*c, NO_HIDDEN) for c in CONFIGS),
     candidate=CANDIDATE,
 )

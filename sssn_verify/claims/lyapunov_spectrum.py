@@ -29,7 +29,7 @@ from ..numeric.rng import as_key
 from ..params import ModelParams
 from ..stats import CheckResult, agreement_test
 from ..symbolic.spectrum import spectrum
-from ..strategies import claim_configs
+from ..strategies import HIDDEN_STACKS, NO_HIDDEN, claim_configs, hidden_stack
 from ._util import combine, configs, estimates_figure
 from .base import CandidateCheck, Claim, Evidence
 
@@ -44,8 +44,9 @@ CONFIGS = (
 STEP_NOISE = 0.01          # d (k0 + k1) h: the noise of one layer (Richardson leaves O(h^2))
 # the models the statement applies to: those whose noise is the Gaussian field of a kernel K
 MODELS_APPLY = {"field": True}
+# (a deep block is one more kernel K: the one-layer check reads it through k0, k1)
 DOMAIN = claim_configs(activation=("relu", "tanh", "gelu"), d=(2, 6), sigma_w=(0.5, 1.25), sigma_b=(0.0, 1.0),
-                       sigma_a=(0.5, 0.8))
+                       sigma_a=(0.5, 0.8), hidden=HIDDEN_STACKS)
 
 # the engine's k-vector tangent flow (QR after every layer) of the Gaussian and the finite-width
 # transformer: (model, activation, d, sigma_w, sigma_b, sigma_a, depth L); Richardson over L, 2L
@@ -68,9 +69,11 @@ def derived_formula() -> Callable[[int, float, float], np.ndarray]:
 
 
 def one_layer_spectrum(model: str, act, d: int, sw: float, sb: float, sa: float, n_paths: int, key,
-                       step_noise: float = STEP_NOISE):
-    """(k0, k1, Moments) of one layer of `model` with QR on d-1 tangent vectors, Richardson over 2h, h."""
-    p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=1)
+                       step_noise: float = STEP_NOISE, hidden: str = NO_HIDDEN):
+    """(k0, k1, Moments) of one layer of `model` with QR on d-1 tangent vectors, Richardson over 2h, h
+    (`hidden`: a configuration's hidden stack, ``strategies.hidden_stack``)."""
+    p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=1,
+                    hidden=hidden_stack(hidden))
     c = model_constants(model, p)
     if not (math.isfinite(c.k1) and c.k0 >= 0 and c.k1 >= 0):
         raise ParameterError("k1", c.k1, "must be finite (phi without jumps)")
@@ -79,9 +82,9 @@ def one_layer_spectrum(model: str, act, d: int, sw: float, sb: float, sa: float,
 
 
 @lru_cache(maxsize=32)
-def _estimate(model, act, d, sw, sb, sa, P, seed, c):
+def _estimate(model, act, d, sw, sb, sa, P, seed, c, hidden=NO_HIDDEN):
     # cached: a pure function of its arguments, so a mutated formula is judged on the same runs
-    k0, k1, r = one_layer_spectrum(model, act, d, sw, sb, sa, P, as_key(seed, model, c))
+    k0, k1, r = one_layer_spectrum(model, act, d, sw, sb, sa, P, as_key(seed, model, c), hidden=hidden)
     names = [f"lam_{i + 1}" for i in range(d - 1)]
     pick = lambda lv: np.array([r.mean[f"{n}@{lv}"] for n in names])  # noqa: E731
     return k0, k1, np.array([r.mean[n] for n in names]), r.cov[:d - 1, :d - 1] / r.n, pick(1), pick(0), r.hs[1]
@@ -115,13 +118,14 @@ def chi2_test(name, est, cov, expected, *, level, n, seed) -> CheckResult:
 def check(formula, budget: dict, seed: int, level: float):
     parts, labels, est, se, exp = [], [], [], [], []
     P = int(budget["paths"])
-    for c, (act, d, sw, sb, sa) in enumerate(configs(budget, CONFIGS)):
+    for c, (act, d, sw, sb, sa, *deep) in enumerate(configs(budget, CONFIGS)):
+        hidden = deep[0] if deep else NO_HIDDEN
         for model in budget["models"]:
-            k0, k1, mean, cov, fine, coarse, h = _estimate(model, act, d, sw, sb, sa, P, seed, c)
+            k0, k1, mean, cov, fine, coarse, h = _estimate(model, act, d, sw, sb, sa, P, seed, c, hidden)
             lam = np.asarray(formula(d, k0, k1), dtype=float).ravel()
             if lam.size != d - 1:
                 raise ParameterError("formula", lam.size, f"must give d-1 = {d - 1} exponents")
-            label = f"{model} {act} d={d} sb={sb}"
+            label = f"{model} {act} d={d} sb={sb}" + ("" if hidden == NO_HIDDEN else f" then {hidden}")
             sds = np.sqrt(np.diag(cov))
             for i in range(d - 1):
                 parts.append(agreement_test(f"{label}: lambda_{i + 1}", mean[i], sds[i], lam[i], level=level, n=P,
@@ -172,7 +176,7 @@ def candidate_evidence(point: dict, seed, level: float, paths: int = CANDIDATE_P
     d, i = int(point["d"]), int(point["i"])
     k0, k1, mean, cov, fine, coarse, h = _estimate("gaussian", point["activation"], d, point["sigma_w"],
                                                    point["sigma_b"], point["sigma_a"], int(paths),
-                                                   as_key(seed, "evidence"), 0)
+                                                   as_key(seed, "evidence"), 0, point.get("hidden", NO_HIDDEN))
     return Evidence(float(mean[i - 1]), float(math.sqrt(cov[i - 1, i - 1])), int(paths),
                     f"one exactly sampled Gaussian layer, QR of {d - 1} tangent vectors, {paths} paths, "
                     f"Richardson h = {h:.3g}, 2h", details={"h": float(h), "raw_h": float(fine[i - 1]),
@@ -181,7 +185,8 @@ def candidate_evidence(point: dict, seed, level: float, paths: int = CANDIDATE_P
 
 def _candidate_admissible(pt: dict) -> bool:
     return (1 <= int(pt["i"]) <= int(pt["d"]) - 1
-            and math.isfinite(numeric_kernel(pt["activation"], pt["sigma_w"], pt["sigma_b"], pt["sigma_a"]).k1))
+            and math.isfinite(numeric_kernel(pt["activation"], pt["sigma_w"], pt["sigma_b"], pt["sigma_a"],
+                                             hidden=hidden_stack(pt.get("hidden"))).k1))
 
 
 def _derived_lambda_i(v: dict) -> float:
@@ -218,6 +223,6 @@ CLAIM = Claim(
                       "abs_tol": 0.001, "n_engine_configs": len(ENGINE_CONFIGS), "engine_paths": 40_000,
                       "engine_rel_tol": 0.01, "width": 128}},
     derived_text=lambda: f"lambda_i = {sp.sstr(spectrum())}",
-    domain=DOMAIN, anchors=CONFIGS,
+    domain=DOMAIN, anchors=tuple((*c, NO_HIDDEN) for c in CONFIGS),
     candidate=CANDIDATE,
 )

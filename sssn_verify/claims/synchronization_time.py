@@ -25,7 +25,7 @@ from ..params import ModelParams
 from ..stats import CheckResult, agreement_test
 from ..symbolic.spectrum import i_idx, spectrum, variance_rate_tangent
 from ..sync_time import SyncTimeLaw, censored_ks, first_passage_times
-from ..strategies import claim_configs
+from ..strategies import HIDDEN_STACKS, NO_HIDDEN, claim_configs, hidden_stack
 from ._util import combine, configs, estimates_figure
 from .base import CandidateCheck, Claim, Evidence
 
@@ -36,8 +36,9 @@ CONFIGS = (
     ("tanh", 6, 1.5, 1.0, 1.0, 1e-4, 2.5, 6.0),
 )
 # where it is explored: lambda_1 < 0 activations, noise per step as in the anchors, censored at T = 5
+# (a deep block is one more kernel K of the Gaussian transformer, whose two-token runs are the evidence)
 DOMAIN = claim_configs(activation=("relu", "tanh"), d=(3, 9), sigma_w=(0.5, 1.5), sigma_b=(0.0, 1.0),
-                       sigma_a=(0.75, 1.0), eps0=(1e-4, 1e-4), a=(1.0, 3.0), horizon=(5.0, 5.0))
+                       sigma_a=(0.75, 1.0), eps0=(1e-4, 1e-4), a=(1.0, 3.0), horizon=(5.0, 5.0), hidden=HIDDEN_STACKS)
 
 
 @lru_cache(maxsize=None)
@@ -49,9 +50,9 @@ def derived_formula() -> Callable[[int, float, float], tuple[float, float]]:
 
 
 @lru_cache(maxsize=32)
-def _passages(act, d, sw, sb, sa, eps0, a, T, step, P, seed):
+def _passages(act, d, sw, sb, sa, eps0, a, T, step, P, seed, hidden=NO_HIDDEN):
     # cached: a pure function of its arguments, so a mutated formula is judged on the same runs
-    p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa)
+    p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, hidden=hidden_stack(hidden))
     return first_passage_times(p, eps0, eps0 * math.exp(-a), model="gaussian", step=step, max_time=T,
                                n_paths=P, seed=seed)
 
@@ -81,14 +82,17 @@ def _sd_stderr(x: np.ndarray) -> tuple[float, float]:
 
 def check(formula, budget: dict, seed: int, level: float):
     parts, labels, est, se, exp = [], [], [], [], []
-    for i, (act, d, sw, sb, sa, eps0, a, T) in enumerate(configs(budget, CONFIGS)):
-        kf = numeric_kernel(act, sw, sb, sa)
+    for i, (act, d, sw, sb, sa, eps0, a, T, *deep) in enumerate(configs(budget, CONFIGS)):
+        hidden = deep[0] if deep else NO_HIDDEN
+        kf = numeric_kernel(act, sw, sb, sa, hidden=hidden_stack(hidden))
         lam, s2 = formula(d, kf.k0, kf.k1)
         law = SyncTimeLaw(float(lam), float(s2), eps0, eps0 * math.exp(-a))
         fp = _passages(act, d, sw, sb, sa, eps0, a, T, float(budget["step"]), int(budget["paths"]),
-                       as_key(seed, "config", i))
-        label = f"{act} d={d} sb={sb} a={a:g}"                     # the figure's tick
-        name = f"`{act}`, $d={d}$, $\\sigma_b={sb}$, $a={a:g}$"        # the sub-tests' (LaTeX prose)
+                       as_key(seed, "config", i), hidden)
+        then = "" if hidden == NO_HIDDEN else f" then {hidden}"
+        label = f"{act}{then} d={d} sb={sb} a={a:g}"                     # the figure's tick
+        name = (f"`{act}`" + ("" if hidden == NO_HIDDEN else f" then `{hidden}`")
+                + f", $d={d}$, $\\sigma_b={sb}$, $a={a:g}$")        # the sub-tests' (LaTeX prose)
         D, p = censored_ks(fp, law)
         parts.append(CheckResult(name=f"{name}: censored Kolmogorov-Smirnov distance", passed=bool(p >= 1 - level),
                                  estimate=D, stderr=None, ci=None, expected=0.0, level=level, n=fp.n_paths, seed=seed,
@@ -150,20 +154,21 @@ EVIDENCE = _evidence("mean or variance") + " (`--quantity mean`, the default, or
 
 
 def _constants(point: dict) -> tuple[float, float, float]:
-    kf = numeric_kernel(point["activation"], point["sigma_w"], point["sigma_b"], point["sigma_a"])
+    kf = numeric_kernel(point["activation"], point["sigma_w"], point["sigma_b"], point["sigma_a"],
+                        hidden=hidden_stack(point.get("hidden")))
     lam, s2 = derived_formula()(int(point["d"]), kf.k0, kf.k1)
     return kf.k0 + kf.k1, lam, s2
 
 
 @lru_cache(maxsize=16)
-def _candidate_runs(act, d, sw, sb, sa, eps0, a, paths, seed):
+def _candidate_runs(act, d, sw, sb, sa, eps0, a, paths, seed, hidden=NO_HIDDEN):
     # cached: the mean and the variance of one point are judged on the same runs
-    noise = numeric_kernel(act, sw, sb, sa)
+    noise = numeric_kernel(act, sw, sb, sa, hidden=hidden_stack(hidden))
     s = noise.k0 + noise.k1
     h = STEP_NOISE / s
     T = HORIZON * a / (MIN_RATE * s)
     key = as_key(seed, "passages")
-    return h, T, [_passages(act, d, sw, sb, sa, eps0, a, T, step, P, key.child(j))
+    return h, T, [_passages(act, d, sw, sb, sa, eps0, a, T, step, P, key.child(j), hidden)
                   for j, (step, P) in enumerate(((h, paths[0]), (2 * h, paths[1])))]
 
 
@@ -171,7 +176,8 @@ def candidate_evidence(point: dict, seed, level: float, quantity: str = "mean",
                        paths: tuple[int, int] = CANDIDATE_PATHS) -> Evidence:
     """The mean (variance) of the simulated passage times at `point`, Richardson over h, 2h."""
     h, T, runs = _candidate_runs(point["activation"], int(point["d"]), point["sigma_w"], point["sigma_b"],
-                                 point["sigma_a"], point["eps0"], point["a"], tuple(paths), as_key(seed, "evidence"))
+                                 point["sigma_a"], point["eps0"], point["a"], tuple(paths), as_key(seed, "evidence"),
+                                 point.get("hidden", NO_HIDDEN))
     (mf, sf), (mc, sc) = (_moment(np.minimum(fp.times, T), quantity) for fp in runs)
     censored = int(sum((~fp.reached).sum() for fp in runs))
     return Evidence(2 * mf - mc, math.sqrt(4 * sf * sf + sc * sc), sum(paths),
@@ -242,6 +248,6 @@ CLAIM = Claim(
     derived_text=lambda: ("tau ~ InverseGaussian(mean = log(eps0/eps)/|lambda_1|, shape = log(eps0/eps)^2/sigma^2) "
                           f"for lambda_1 < 0; lambda_1 = {sp.sstr(spectrum().subs(i_idx, 1))}, "
                           f"sigma^2 = {sp.sstr(variance_rate_tangent())}"),
-    domain=DOMAIN, anchors=CONFIGS,
+    domain=DOMAIN, anchors=tuple((*c, NO_HIDDEN) for c in CONFIGS),
     candidate=CANDIDATE,
 )

@@ -25,7 +25,7 @@ from ..numeric.rng import as_key
 from ..stats import agreement_test
 from ..bridge import function
 from ..symbolic.two_point import two_point_coefficients
-from ..strategies import claim_configs
+from ..strategies import HIDDEN_STACKS, NO_HIDDEN, claim_configs, hidden_stack
 from ._util import combine, configs, estimates_figure
 from .base import Claim
 
@@ -36,8 +36,9 @@ CONFIGS = (  # (activation, d, sigma_w, sigma_b, sigma_a)
 )
 RHOS = (-0.5, 0.3, 0.9)
 # where it is explored (the step adapts to the noise, so the O(delta^2) remainder stays negligible)
+# a deep block is one more kernel K (the check samples the Gaussian field of K: k0 and K(rho) only)
 DOMAIN = claim_configs(activation=("relu", "tanh", "gelu", "erf", "sin:3", "leaky_relu:0.1"), d=(2, 10),
-                       sigma_w=(0.3, 1.5), sigma_b=(0.0, 1.5), sigma_a=(0.3, 1.5))
+                       sigma_w=(0.3, 1.5), sigma_b=(0.0, 1.5), sigma_a=(0.3, 1.5), hidden=HIDDEN_STACKS)
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,9 @@ def check(formula: TwoPointFormula, budget: dict, seed: int, level: float):
     n, delta = int(budget["samples"]), float(budget["delta"])
     checks = []
     labels, est, se, exp = [], [], [], []
-    for act, d, sw, sb, sa in configs(budget, CONFIGS):
-        kf = numeric_kernel(act, sw, sb, sa)
+    for act, d, sw, sb, sa, *deep in configs(budget, CONFIGS):
+        hidden = deep[0] if deep else NO_HIDDEN
+        kf = numeric_kernel(act, sw, sb, sa, hidden=hidden_stack(hidden))
         parts = []
         for r in RHOS:
             K = float(np.asarray(kf.value(np.array([r]))).ravel()[0])
@@ -99,11 +101,13 @@ def check(formula: TwoPointFormula, budget: dict, seed: int, level: float):
             b_exp, a_exp = formula.b(d, r, kf.k0, K), formula.a(d, r, kf.k0, K)
             parts.append(agreement_test(f"b({r})", mb, sbe, b_exp, level=level, n=n, seed=seed))
             parts.append(agreement_test(f"a({r})", ma, sae, a_exp, level=level, n=n, seed=seed))
-            labels += [f"b {act} d={d} rho={r}", f"a {act} d={d} rho={r}"]
+            deep_label = "" if hidden == NO_HIDDEN else f" then {hidden}"
+            labels += [f"b {act}{deep_label} d={d} rho={r}", f"a {act}{deep_label} d={d} rho={r}"]
             est += [mb, ma]
             se += [sbe, sae]
             exp += [b_exp, a_exp]
-        checks.append(combine(f"`{act}`, $d={d}$, $\\sigma_w={sw}$, $\\sigma_b={sb}$: drift and diffusion of "
+        checks.append(combine(f"`{act}`" + ("" if hidden == NO_HIDDEN else f" then `{hidden}`")
+                              + f", $d={d}$, $\\sigma_w={sw}$, $\\sigma_b={sb}$: drift and diffusion of "
                               f"$\\rho$", parts, level,
                               method=f"one-step moments, Richardson, z-tests (Bonferroni over {len(parts)})"))
     checks[0].details["figure"] = estimates_figure(labels, est, se, exp, r"coefficients $b(\rho)$, $a(\rho)$")
@@ -134,5 +138,5 @@ CLAIM = Claim(
     budgets={"quick": {"samples": 100_000, "delta": 0.002, "noise_per_step": 0.01},
              "full": {"samples": 2_000_000, "delta": 0.001, "noise_per_step": 0.005}},
     derived_text=_derived_text,
-    domain=DOMAIN, anchors=CONFIGS,
+    domain=DOMAIN, anchors=tuple((*c, NO_HIDDEN) for c in CONFIGS),
 )
