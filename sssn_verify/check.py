@@ -48,6 +48,22 @@ RQF_REFUSALS = {
                             "sync-time --field rqf --simulate)",
 }
 
+#: why each checkable claim refuses a deep MLP block (``check --hidden``): its formula or evidence is not the
+#: Gaussian field of the block's kernel K.  The claims whose evidence runs on that field (the Gaussian
+#: transformer, the SDE) declare the hidden stacks they search (``"hidden"`` in the candidate check's or the
+#: claim's domain); a claim no noise field enters (attention_bound) runs, with a note
+HIDDEN_REFUSALS = {
+    "kernel": "its evidence is a Monte Carlo of one layer's E[phi(U) phi(V)] against the one-layer formula; a deep "
+              "block's composed kernel is checked against an independent composed quadrature and neural-tangents' "
+              "values (tests/test_deep_blocks.py)",
+    "relu_rates": "it is about the one-layer ReLU block's closed-form rates in the sigmas",
+    "dissipation": "its derived lambda_bar is evaluated from the activation and sigmas (rates.lambda_bar) and its "
+                   "deterministic evidence builds its own quadrature kernel from them (layer_rates.quadrature_kernel); "
+                   "neither takes a hidden stack yet",
+}
+#: claims that no noise field enters: a hidden stack is accepted and changes nothing (said in a note)
+NOISE_FREE = ("attention_bound",)
+
 #: cheap examples (candidate vs derivation) of the search, by default (``check --explore N``)
 DEFAULT_EXAMPLES = 60
 #: ... for an activation whose kernel goes through quadrature (each new (sigma_w, sigma_b) builds
@@ -224,9 +240,11 @@ def values_at(point: dict[str, Any], cc=None) -> dict[str, float]:
     """Every variable a candidate may use at `point`: its parameters, k0, k1 (kernel numerics) and the
     candidate check's own ``values`` (e.g. eps from eps0 and a, the norms of the attention matrices)."""
     from .numeric.kernels import kernel
-    out = {k: float(v) for k, v in point.items() if k != "activation"}
+    from .strategies import hidden_stack
+    out = {k: float(v) for k, v in point.items() if k not in ("activation", "hidden")}
     if all(s in point for s in SIGMAS) and point.get("activation") is not None:
-        kf = kernel(point["activation"], point["sigma_w"], point["sigma_b"], point["sigma_a"])
+        kf = kernel(point["activation"], point["sigma_w"], point["sigma_b"], point["sigma_a"],
+                    hidden=hidden_stack(point.get("hidden")))
         out["k0"], out["k1"] = float(kf.k0), float(kf.k1)
     if cc is not None and cc.values is not None:
         out.update({k: float(v) for k, v in cc.values(point).items()})
@@ -243,21 +261,57 @@ def search_ranges(claim, given: dict[str, Any]) -> dict[str, Any]:
     return {a: given[a] if given.get(a) is not None else tuple(spec[a]) for a in cc.axes}
 
 
-def _reference_point(ranges: dict[str, Any], activation: str) -> dict[str, Any]:
-    """The middle of the ranges (d rounded), for asking whether an activation is admissible at all."""
-    out: dict[str, Any] = {"activation": activation}
+def _reference_point(ranges: dict[str, Any], activation: str, hidden: str | None = None) -> dict[str, Any]:
+    """The middle of the ranges (d rounded), for asking whether an activation is admissible at all (with a
+    deep `hidden` stack: as the first layer of that block)."""
+    out: dict[str, Any] = {"activation": activation, **_hidden_entry(hidden)}
     for a, r in ranges.items():
         v = (r[0] + r[1]) / 2 if isinstance(r, tuple) else r
         out[a] = int(round(v)) if a == "d" else float(v)
     return out
 
 
-def search_activations(claim, ranges: dict[str, Any], activation: str | None) -> list[str]:
+def _hidden_entry(hidden: str | None) -> dict[str, str]:
+    """A point's "hidden" entry: none for a one-layer block (its points, keys and seeds as before deep blocks),
+    else {"hidden": the stack's text}."""
+    from .strategies import NO_HIDDEN
+    return {} if hidden in (None, NO_HIDDEN) else {"hidden": hidden}
+
+
+def _check_block(point: dict[str, Any]) -> None:
+    """ParameterError when the point's deep block has no kernel table (``deep_kernel.check_block``: a kink or
+    jump after a jump); nothing to check for a one-layer block."""
+    if "hidden" in point:
+        from .numeric.deep_kernel import check_block
+        from .strategies import hidden_stack
+        check_block(point["activation"], hidden_stack(point["hidden"]))
+
+
+def search_hidden(claim, hidden) -> list[str]:
+    """The hidden stacks (``strategies.HIDDEN_STACKS`` texts) `check` uses for `claim`: the given one (pinned;
+    ``check --hidden``), else the stacks the claim declares (its candidate check's domain, else its own
+    domain), one-layer first, else one-layer blocks only.  A deep stack given for a claim whose formula or
+    evidence is not the Gaussian field of K is a ClaimError naming the claim and why (:data:`HIDDEN_REFUSALS`)."""
+    from .strategies import NO_HIDDEN, hidden_text
+    cc = claim.candidate
+    declared = (cc.domain or {}).get("hidden") or (getattr(claim.domain, "spec", None) or {}).get("hidden")
+    if hidden is None:
+        return list(declared or (NO_HIDDEN,))
+    text = hidden_text(hidden)
+    if text != NO_HIDDEN and claim.name not in NOISE_FREE and not declared:
+        why = HIDDEN_REFUSALS.get(claim.name, "its domain declares no hidden stack (its evidence does not run on the "
+                                              "Gaussian field of the block's kernel)")
+        raise ClaimError(f"claim {claim.name} does not apply to deep blocks (--hidden): {why}")
+    return [text]
+
+
+def search_activations(claim, ranges: dict[str, Any], activation: str | None, hidden: str | None = None) -> list[str]:
     """The activations `check` searches: the given one (pinned), else the claim's own (a closed form
     about one activation), else the claim's declared domain's, else the registry's closed-form and
     quadrature activations; those where the quantity does not exist (``admissible`` False at the
-    middle of the domain, e.g. k1 = +inf for a jump) are left out.  Closed-form kernels first (the
-    search shrinks towards the first), quadrature ones last."""
+    middle of the domain, e.g. k1 = +inf for a jump; with a deep `hidden` stack, also a first layer that stack
+    cannot follow) are left out.  Closed-form kernels first (the search shrinks towards the first), quadrature
+    ones last."""
     from .activations import get_activation
     cc = claim.candidate
     if not cc.activation_axis:
@@ -272,8 +326,16 @@ def search_activations(claim, ranges: dict[str, Any], activation: str | None) ->
         from .strategies import CLOSED_FORM_ACTIVATIONS, QUADRATURE_ACTIVATIONS
         names = CLOSED_FORM_ACTIVATIONS + QUADRATURE_ACTIVATIONS
     names = list(dict.fromkeys(get_activation(a).name for a in names))
-    if cc.admissible is not None:
-        names = [a for a in names if cc.admissible(_reference_point(ranges, a))]
+    from .errors import ParameterError
+
+    def admissible(a) -> bool:
+        try:
+            _check_block(_reference_point(ranges, a, hidden))
+            return cc.admissible is None or bool(cc.admissible(_reference_point(ranges, a, hidden)))
+        except ParameterError:
+            return False
+    if cc.admissible is not None or _hidden_entry(hidden):
+        names = [a for a in names if admissible(a)]
     return sorted(names, key=lambda a: not _closed_form(a))
 
 
@@ -291,9 +353,10 @@ def _axis_strategy(axis: str, r: Any, sigma_grid: int | None):
                                                   allow_subnormal=False)
 
 
-def _strategy(ranges: dict[str, Any], activations, *, sigma_grid: int | None = None):
+def _strategy(ranges: dict[str, Any], activations, *, sigma_grid: int | None = None, hidden: str | None = None):
     """Points of the search: the activation drawn from `activations` (shrinking towards the first),
-    each axis uniform over its range (integers for d), pinned ones fixed.  For an activation whose
+    each axis uniform over its range (integers for d), pinned ones fixed; a deep `hidden` stack (pinned) in
+    every point, its kernel table as dear as a quadrature one.  For an activation whose
     kernel needs quadrature (one table per (sigma_w, sigma_b) pair) sigma_w and sigma_b take
     `sigma_grid` values each, evenly spaced over their ranges, so the search builds at most
     sigma_grid^2 tables per such activation (sigma_a only scales k); the space-filling design
@@ -302,29 +365,41 @@ def _strategy(ranges: dict[str, Any], activations, *, sigma_grid: int | None = N
     if isinstance(activations, str):
         activations = [activations]
     per = {}
+    deep = {k: st.just(v) for k, v in _hidden_entry(hidden).items()}
     for act in activations:
-        grid = None if _closed_form(act) else sigma_grid
-        per[act] = st.fixed_dictionaries({"activation": st.just(act),
+        grid = None if _closed_form(act) and not deep else sigma_grid
+        per[act] = st.fixed_dictionaries({"activation": st.just(act), **deep,
                                           **{a: _axis_strategy(a, r, grid) for a, r in ranges.items()}})
     if len(per) == 1:
         return next(iter(per.values()))
     return st.sampled_from(list(per)).flatmap(per.__getitem__)
 
 
-def design_points(claim, ranges: dict[str, Any], activations: list[str], key, n: int = DESIGN_POINTS):
+def design_points(claim, ranges: dict[str, Any], activations: list[str], key, n: int = DESIGN_POINTS,
+                  hiddens=None):
     """A space-filling design over the check's domain, chosen without the derived formula or the
     candidate: the all-low corner (first activation) and the all-high corner (last, the most
     expensive activation), then a Latin hypercube (``scipy.stats.qmc.LatinHypercube``, from `key`)
     of n - 2 points over every free axis and the activation (cost-aware: d = lo + (hi - lo) u^1.5
-    rounded, quadrature activations at weight :data:`QUADRATURE_WEIGHT`).  Points where the
+    rounded, quadrature activations at weight :data:`QUADRATURE_WEIGHT`).  `hiddens`: the hidden stacks
+    (:func:`search_hidden`; default one-layer blocks): one is in every point; several (the first one-layer)
+    are one more axis of the hypercube, the deep stacks together at weight :data:`QUADRATURE_WEIGHT` (a deep
+    kernel table is as dear as a quadrature one), the corners one-layer.  Points where the
     quantity does not exist (``admissible`` False) are replaced by further Latin-hypercube points;
     duplicates (few free axes) are dropped.  Returns (points, notes)."""
     from scipy.stats import qmc
+
+    from .strategies import NO_HIDDEN
     cc = claim.candidate
+    hiddens = list(hiddens or (NO_HIDDEN,))
     free = [a for a in cc.axes if isinstance(ranges[a], tuple) and ranges[a][0] != ranges[a][1]]
     fixed = {a: (ranges[a][0] if isinstance(ranges[a], tuple) else ranges[a]) for a in cc.axes if a not in free}
     weights = [1.0 if _closed_form(a) else QUADRATURE_WEIGHT for a in activations]
     cum = [sum(weights[: i + 1]) / sum(weights) for i in range(len(weights))]
+    n_deep = sum(h != NO_HIDDEN for h in hiddens)
+    h_weights = [1.0 if h == NO_HIDDEN else QUADRATURE_WEIGHT / n_deep for h in hiddens]
+    h_cum = [sum(h_weights[: i + 1]) / sum(h_weights) for i in range(len(h_weights))]
+    h_axis = len(hiddens) > 1
 
     def make(u, act=None) -> dict[str, Any]:
         pt: dict[str, Any] = {"activation": act}
@@ -341,21 +416,26 @@ def design_points(claim, ranges: dict[str, Any], activations: list[str], key, n:
         if act is None:
             x = u[len(free)] if len(activations) > 1 else 0.0
             pt["activation"] = activations[next(i for i, c in enumerate(cum) if x <= c or i == len(cum) - 1)]
+            x = u[-1] if h_axis else 0.0
+            hidden = hiddens[next(i for i, c in enumerate(h_cum) if x <= c or i == len(h_cum) - 1)]
+        else:                                     # a corner: one-layer when the stack is an axis
+            hidden = hiddens[0]
         for a, v in fixed.items():
             pt[a] = int(v) if a in INTEGER_AXES else float(v)
         if "i" in free:
             top = max(1, min(int(ranges["i"][1]), int(pt.get("d", ranges["i"][1] + 1)) - 1))
             pt["i"] = int(min(top, max(int(ranges["i"][0]), 1 + math.floor(pt["i"] * top))))
-        return {"activation": pt["activation"], **{a: pt[a] for a in cc.axes}}
+        return {"activation": pt["activation"], **_hidden_entry(hidden), **{a: pt[a] for a in cc.axes}}
 
     def ok(pt) -> bool:
         from .errors import ParameterError
         try:
+            _check_block(pt)
             return cc.admissible is None or bool(cc.admissible(pt))
         except ParameterError:
             return False
 
-    dims = len(free) + (1 if len(activations) > 1 else 0)
+    dims = len(free) + (1 if len(activations) > 1 else 0) + (1 if h_axis else 0)
     lo_corner = make([0.0] * len(free), activations[0])
     hi_corner = make([1.0] * len(free), activations[-1])
     points, notes = [], []
@@ -478,13 +558,14 @@ def _key(point: dict[str, Any]) -> tuple:
 
 def search(claim, cand: Candidate, activations, given: dict[str, Any], *, seed: int = 0,
            level: float = 0.999, n_examples: int = DEFAULT_EXAMPLES, screen_level: float | None = None,
-           design: bool = False):
+           design: bool = False, hidden: str | None = None):
     """Steer, screen, shrink and confirm (module docstring): (the deciding point test, the search
     record, the shrunk counterexample or None).  `activations`: one name or a list (an axis of
     the search); `screen_level`: the level 1 - a of screens and confirmations (default
     ``a = sqrt((1 - level) / MAX_SCREENS)``).  With `design` (a space-filling design follows), a
     candidate that agrees with the derived formula at every example is not screened at one
-    arbitrary point: the deciding test is None unless a point was rejected."""
+    arbitrary point: the deciding test is None unless a point was rejected.  `hidden`: a deep stack pinned in
+    every point (a one-layer block when None)."""
     from hypothesis import Phase, given as h_given, seed as h_seed, target
 
     from .explore import _Counterexample, example_key, search_settings
@@ -492,8 +573,8 @@ def search(claim, cand: Candidate, activations, given: dict[str, Any], *, seed: 
     cc = claim.candidate
     ranges = search_ranges(claim, given)
     activations = [activations] if isinstance(activations, str) else list(activations)
-    closed = any(_closed_form(act) for act in activations)
-    strategy = _strategy(ranges, activations, sigma_grid=SIGMA_GRID_QUADRATURE)
+    closed = any(_closed_form(act) for act in activations) and not _hidden_entry(hidden)
+    strategy = _strategy(ranges, activations, sigma_grid=SIGMA_GRID_QUADRATURE, hidden=hidden)
     alpha = 1.0 - level
     a = math.sqrt(alpha / MAX_SCREENS) if screen_level is None else 1.0 - screen_level
     scores: dict[tuple, float | None] = {}
@@ -515,7 +596,8 @@ def search(claim, cand: Candidate, activations, given: dict[str, Any], *, seed: 
             except CandidateError:               # undefined or infinite here: the largest discrepancy
                 scores[key] = math.inf
             order.append(key)
-            points[key] = {"activation": point["activation"], **{a: point[a] for a in cc.axes}}
+            points[key] = {"activation": point["activation"], **_hidden_entry(point.get("hidden")),
+                           **{a: point[a] for a in cc.axes}}
         return scores[key]
 
     def steer_target(s):
@@ -612,7 +694,7 @@ def search(claim, cand: Candidate, activations, given: dict[str, Any], *, seed: 
             decided = conf_tests[0]
     record = {"examples": len(admissible), "evaluations": len(order), "seed": seed, "max_examples": n_examples,
               "ranges": {k: list(v) if isinstance(v, tuple) else v for k, v in ranges.items()},
-              "activations": activations,
+              "activations": activations, **({"hidden": hidden} if _hidden_entry(hidden) else {}),
               "max_discrepancy": best, "max_discrepancy_at": points[best_key],
               "screen_level": 1.0 - a, "confirm_level": 1.0 - a, "max_screens": state["cap"],
               "familywise": alpha, "screens": [t.summary() for t in screens.values()],
@@ -669,7 +751,7 @@ def run_design(claim, cand: Candidate, points: list[dict], seed, screen_level: f
 
 
 def _design_record(ranges, activations, points, tests, confirmations, screen_level, notes,
-                   rejected: bool) -> dict[str, Any]:
+                   rejected: bool, hiddens=None) -> dict[str, Any]:
     rows = [{**t.summary(), "min_detectable": t.result.min_detectable, "deterministic": t.deterministic}
             for t in tests]
     # a min_detectable above 1 (100 %) means the quantity is ~0 there: no relative scale, counted unpowered
@@ -678,9 +760,9 @@ def _design_record(ranges, activations, points, tests, confirmations, screen_lev
     weakest = max(mdes, key=lambda m: m[0]) if mdes else (None, None)
     best = min(mdes, key=lambda m: m[0]) if mdes else (None, None)
     return {"kind": f"space-filling: 2 opposite corners + Latin hypercube (scipy.stats.qmc), d ~ u^{DESIGN_D_POWER}, "
-                    f"quadrature activations at weight {QUADRATURE_WEIGHT}",
-            "domain": {**{k: list(v) if isinstance(v, tuple) else v for k, v in ranges.items()},
-                       "activation": list(activations)},
+                    f"quadrature activations" + (" and deep blocks" if len(hiddens or ()) > 1 else "")
+                    + f" at weight {QUADRATURE_WEIGHT}",
+            "domain": _domain_record(ranges, activations, hiddens),
             "points": len(points), "tested": len(tests), "planned": [dict(p) for p in points],
             "level": screen_level, "rows": rows, "confirmations": confirmations,
             "rejected": rejected,
@@ -689,13 +771,27 @@ def _design_record(ranges, activations, points, tests, confirmations, screen_lev
             "unpowered": len(rows) - len(mdes), "notes": notes}
 
 
+def _domain_record(ranges, activations, hiddens=None) -> dict[str, Any]:
+    """The design's domain as JSON: the ranges, the activations and (only when a deep stack is in it) the
+    hidden stacks."""
+    from .strategies import NO_HIDDEN
+    out = {**{k: list(v) if isinstance(v, tuple) else v for k, v in ranges.items()}, "activation": list(activations)}
+    if any(h != NO_HIDDEN for h in hiddens or ()):
+        out["hidden"] = list(hiddens)
+    return out
+
+
 def domain_text(domain: dict[str, Any]) -> str:
-    """'d in [2, 16], sigma_w in [0.3, 1.5], activation in {relu, tanh}' (pinned axes as 'd = 5')."""
+    """'d in [2, 16], sigma_w in [0.3, 1.5], activation in {relu, tanh}' (pinned axes as 'd = 5'); hidden
+    stacks as 'hidden in {none, (relu 1.0 0.5)}'."""
     parts = []
     for k, v in domain.items():
         if k == "activation" and list(v) == [None]:
             continue                                  # the quantity has no activation
-        if k == "activation":
+        if k == "hidden":
+            shown = [h if h == "none" else f"({h})" for h in v]
+            parts.append(f"hidden in {{{', '.join(shown)}}}" if len(shown) > 1 else f"hidden = {shown[0]}")
+        elif k == "activation":
             parts.append(f"activation in {{{', '.join(v)}}}" if len(v) > 1 else f"activation = {v[0]}")
         elif isinstance(v, (list, tuple)):
             parts.append(f"{k} in [{v[0]:g}, {v[1]:g}]")
@@ -731,7 +827,8 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
                     index: int | None = None, eps0: float | None = None, eps: float | None = None,
                     heads: int | None = None, n_tokens: int | None = None, quantity: str | None = None,
                     seed: int = 0, level: float = 0.999, explore: int | None = None,
-                    design: int = DESIGN_POINTS, field: str = "mlp", sigma_q: float | None = None) -> CheckOutcome:
+                    design: int = DESIGN_POINTS, field: str = "mlp", sigma_q: float | None = None,
+                    hidden=None) -> CheckOutcome:
     """Test `candidate` for `claim` against the claim's own evidence (see the module docstring);
     `explore` is the number of examples of the search (default :data:`DEFAULT_EXAMPLES`, or
     :data:`DEFAULT_EXAMPLES_QUADRATURE` when every searched activation needs quadrature); `design`
@@ -740,7 +837,11 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
     of the claim's quantities (synchronization_time: "mean", default, or "variance"); `eps0`, `eps` pin the
     distances (synchronization_time), `heads`, `n_tokens` the attention's H and N (attention_bound).
     `field` "rqf" (`sigma_q`): a claim whose formula or evidence is the MLP field's is refused with the
-    reason (:data:`RQF_REFUSALS`); attention_bound, which no noise field enters, runs as for "mlp"."""
+    reason (:data:`RQF_REFUSALS`); attention_bound, which no noise field enters, runs as for "mlp".
+    `hidden` (``ModelParams.hidden``: triples, "ACT SW SB" texts or one "ACT SW SB; ..." text) pins the deep
+    block's hidden stack, as `activation` pins its first layer; a claim whose formula or evidence is not the
+    Gaussian field of K is refused with the reason (:data:`HIDDEN_REFUSALS`).  None: the search is over
+    one-layer blocks and the design also draws the stacks the claim declares (:func:`search_hidden`)."""
     from .activations import get_activation
     from .params import MODEL_DEFAULTS, check_field
     the_claim = _claim(claim, quantity)
@@ -755,6 +856,18 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
             ModelParams(field="rqf", **mlp_given)        # the one error naming an MLP option
     if sigma_q is not None:
         ModelParams(field=field, sigma_q=sigma_q)        # validated; with field "mlp" only its default
+    from .strategies import hidden_stack, hidden_text
+    if hidden is not None and hidden_stack(hidden_text(hidden)) and field == "rqf":
+        ModelParams(field="rqf", hidden=hidden_stack(hidden_text(hidden)))     # the one error naming the option
+    hiddens = search_hidden(the_claim, hidden)
+    pinned = hiddens[0] if hidden is not None else None
+    hidden_note = None
+    if the_claim.name in NOISE_FREE and _hidden_entry(pinned):
+        hidden_note = (f"hidden stack {pinned}: the MLP block does not enter {the_claim.name}; the verdict is the "
+                       f"same for every block")
+        hiddens, pinned = search_hidden(the_claim, None), None
+    if activation is not None and _hidden_entry(pinned):
+        _check_block({"activation": activation, "hidden": pinned})
     rqf_note = None
     if field == "rqf":
         rqf_note = (f"field rqf (sigma_q = {MODEL_DEFAULTS['sigma_q'] if sigma_q is None else sigma_q:g}): the "
@@ -792,33 +905,34 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
     if given["sigma_w"] is not None and given["sigma_b"] is not None:
         ModelParams(sigma_w=given["sigma_w"], sigma_b=given["sigma_b"])   # not both 0
     ranges = search_ranges(the_claim, given)
-    acts = search_activations(the_claim, ranges, activation)
+    acts = search_activations(the_claim, ranges, activation, pinned)
     if not acts:
         raise CandidateError(f"{the_claim.name}: no activation of its domain where the quantity exists")
     if explore is None and cc.examples is not None:
         n_examples = cc.examples
     elif explore is None:
-        n_examples = DEFAULT_EXAMPLES if any(_closed_form(a) for a in acts) else DEFAULT_EXAMPLES_QUADRATURE
+        n_examples = (DEFAULT_EXAMPLES if any(_closed_form(a) for a in acts) and not _hidden_entry(pinned)
+                      else DEFAULT_EXAMPLES_QUADRATURE)
     else:
         n_examples = check_int("explore", explore, 1)
     design_rec, sharpness = None, None
     if all(given[k] is not None for k in cc.axes) and len(acts) == 1:
-        point = {"activation": acts[0], **{k: given[k] for k in cc.axes}}
+        point = {"activation": acts[0], **_hidden_entry(pinned), **{k: given[k] for k in cc.axes}}
         if cc.admissible is not None and not cc.admissible(point):
             raise CandidateError(f"{the_claim.name} is not finite for {acts[0]} at {point} (k1 = +inf for a jump)")
         t, record, counter, chosen = judge_point(the_claim, cand, point, seed, level), None, None, "user"
     else:
         points, notes = design_points(the_claim, ranges, acts, as_key(seed, "check", the_claim.name, "design"),
-                                      n_design)
+                                      n_design, hiddens=hiddens)
         # screens: at most MAX_SCREENS, plus the chosen point's when the budget went elsewhere, plus the design
         a = math.sqrt((1.0 - level) / (MAX_SCREENS + 1 + len(points)))
         t, record, counter = search(the_claim, cand, acts, given, seed=seed, level=level, n_examples=n_examples,
-                                    screen_level=1.0 - a, design=True)
+                                    screen_level=1.0 - a, design=True, hidden=pinned)
         chosen = "search (shrunk counterexample)" if counter is not None else "search (max discrepancy)"
         if counter is None:
             tests, confirmations, decided, shown = run_design(the_claim, cand, points, seed, 1.0 - a)
             design_rec = _design_record(ranges, acts, points, tests, confirmations, 1.0 - a, notes,
-                                        decided is not None and decided.rejected)
+                                        decided is not None and decided.rejected, hiddens)
             if cc.sharp_points is not None:
                 sharpness = _sharpness(cc, ranges, tests)
             if decided is not None:
@@ -827,8 +941,7 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
                 t, chosen = max(shown, key=_badness), "space-filling design (worst agreement)"
         else:
             design_rec = {"points": len(points), "tested": 0, "planned": [dict(p) for p in points],
-                          "domain": {**{k: list(v) if isinstance(v, tuple) else v for k, v in ranges.items()},
-                                     "activation": list(acts)},
+                          "domain": _domain_record(ranges, acts, hiddens),
                           "notes": notes + ["not run: the search's rejection decided"]}
         record["familywise"] = 1.0 - level
         record["design_points"] = len(points)
@@ -840,6 +953,8 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
         info["asked_as"] = claim
     if rqf_note is not None:
         info["field"] = rqf_note
+    if hidden_note is not None:
+        info["hidden"] = hidden_note
     v = values_at(t.point, cc)
     if sharpness is not None:
         info["sharpness"] = sharpness
@@ -858,6 +973,6 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
                                  "test_level": r.level, **info})
 
 
-__all__ = ["check_candidate", "RQF_REFUSALS", "parse_candidate", "evidence_descriptions", "search", "search_ranges", "discrepancy", "judge_point",
+__all__ = ["check_candidate", "RQF_REFUSALS", "HIDDEN_REFUSALS", "search_hidden", "parse_candidate", "evidence_descriptions", "search", "search_ranges", "discrepancy", "judge_point",
            "checkable", "values_at", "Candidate", "CheckOutcome", "DEFAULT_EXAMPLES", "MAX_SCREENS",
            "design_points", "run_design", "search_activations", "DESIGN_POINTS"]

@@ -23,7 +23,7 @@ from ..numeric.rng import as_key, uniform_sphere
 from ..params import ModelParams, check_int, check_real
 from ..stats import POWER, agreement_test, mean_ci
 from ..symbolic.ito import general_drift, isotropic_drift_coefficient
-from ..strategies import claim_configs
+from ..strategies import HIDDEN_STACKS, NO_HIDDEN, claim_configs, hidden_stack
 from ._util import combine, configs, estimates_figure, paths_for, resolution, steering
 from .base import CandidateCheck, Claim, Evidence
 
@@ -37,7 +37,10 @@ CONFIGS = (
 # where it is explored (the step adapts to the noise per step k0 d delta, as the O(delta^2)
 # remainder grows with it); the drift depends on phi only through k0, and each activation
 # costs one numba compilation of the engine, so ReLU with every sigma; `check` (one Gaussian layer
-# per point, no engine) searches d up to 16 over CHECK_ACTIVATIONS, closed-form and quadrature kernels
+# per point, no engine) searches d up to 16 over CHECK_ACTIVATIONS, closed-form and quadrature kernels, and
+# deep blocks (HIDDEN_STACKS: its one Gaussian layer reads the block through k0 only).  The explored domain
+# stays one-layer: its width-m transformer check would need the deep block's finite-width mean square,
+# which differs from the kernel's k0 by O(1/m) (the hidden pre-activations are not Gaussian at width m)
 DOMAIN = claim_configs(activation=("relu",), d=(2, 10), sigma_w=(0.3, 1.5), sigma_b=(0.0, 1.5),
                        sigma_a=(0.3, 1.5))
 CHECK_ACTIVATIONS = ("relu", "leaky_relu:0.1", "erf", "sin:3", "tanh", "gelu")
@@ -132,10 +135,11 @@ def _general_sigma_check(formula: ItoFormula, d: int, n: int, delta: float, seed
 
 
 def one_step_gamma(act, d: int, sw: float, sb: float, sa: float, n_paths: int, seed,
-                   step_noise: float = STEP_NOISE, model: str = "gaussian"):
+                   step_noise: float = STEP_NOISE, model: str = "gaussian", hidden: str = NO_HIDDEN):
     """gamma from one exactly sampled layer of `model` (a field model with layers, the Gaussian transformer
-    by default; stat "gam" of OneStepMoments)."""
-    p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=1)
+    by default; stat "gam" of OneStepMoments); `hidden` a hidden stack (``strategies.hidden_stack``)."""
+    p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=1,
+                    hidden=hidden_stack(hidden))
     k0 = model_constants(model, p).k0
     return one_step_moments(p, step_noise / (d * k0), n_paths, seed, n_vectors=1, model=model)
 
@@ -210,13 +214,14 @@ EVIDENCE = (r"one exactly sampled noise-only layer of the Gaussian transformer f
 def candidate_evidence(point: dict, seed: int, level: float, budget: dict = CANDIDATE_BUDGET) -> Evidence:
     """gamma from one exactly sampled Gaussian-transformer layer (Richardson in delta), with as many paths
     as the designed power needs at `level` (from a pilot run on its own stream)."""
-    act, d = point["activation"], int(point["d"])
+    act, d, hidden = point["activation"], int(point["d"]), point.get("hidden", NO_HIDDEN)
     sig = (point["sigma_w"], point["sigma_b"], point["sigma_a"])
-    k0 = numeric_kernel(act, *sig).k0
-    pilot = one_step_gamma(act, d, *sig, int(budget["pilot"]), as_key(seed, "pilot"), step_noise=budget["step_noise"])
+    k0 = numeric_kernel(act, *sig, hidden=hidden_stack(hidden)).k0
+    pilot = one_step_gamma(act, d, *sig, int(budget["pilot"]), as_key(seed, "pilot"), step_noise=budget["step_noise"],
+                           hidden=hidden)
     target = budget["target"] * resolution(abs(pilot.mean["gam"]), k0)
     n = paths_for(pilot.sd["gam"], target, level, POWER, int(budget["min_paths"]), int(budget["max_paths"]))
-    r = one_step_gamma(act, d, *sig, n, as_key(seed, "evidence"), step_noise=budget["step_noise"])
+    r = one_step_gamma(act, d, *sig, n, as_key(seed, "evidence"), step_noise=budget["step_noise"], hidden=hidden)
     return Evidence(r.mean["gam"], r.stderr["gam"], r.n,
                     f"one exactly sampled layer of the Gaussian transformer, {r.n} paths, Richardson "
                     f"delta = {r.h:.3g}, 2 delta",
@@ -237,7 +242,8 @@ def candidate_error_scale(values: dict, derived: float, budget: dict = CANDIDATE
 CANDIDATE = CandidateCheck(
     variables=("d", "k0", "sigma_w", "sigma_b", "sigma_a"), axes=("d", "sigma_w", "sigma_b", "sigma_a"),
     derived=lambda v: derived_coefficient()(v["d"], v["k0"]), evidence=candidate_evidence,
-    error_scale=candidate_error_scale, description=EVIDENCE, domain={"activation": CHECK_ACTIVATIONS, "d": (2, 16)},
+    error_scale=candidate_error_scale, description=EVIDENCE, domain={"activation": CHECK_ACTIVATIONS, "d": (2, 16),
+                                                                    "hidden": HIDDEN_STACKS},
     design_evidence=partial(candidate_evidence, budget=DESIGN_BUDGET))
 
 

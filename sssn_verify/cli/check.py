@@ -5,7 +5,7 @@ import argparse
 import re
 
 from ..escape import terminal as escape_terminal
-from .common import add_field_options, add_model_options, epilog, print_json, refuse_hidden
+from .common import add_field_options, add_model_options, epilog, print_json
 
 EXAMPLES = [
     "sssn-verify check lambda1 --candidate '((d-3)*k1-(d-1)*k0)/2' --d 5 --sigma-b 0.5",
@@ -42,6 +42,12 @@ def register(sub) -> None:
                     "text and JSON say the domain, the points and the smallest error caught there. "
                     "--field rqf: only a claim that no noise field enters (attention_bound) runs; the others "
                     "are refused with the reason (their formula or evidence is the MLP field's). "
+                    "--hidden pins a deep block's hidden stack, as --activation pins its first layer: for the "
+                    "claims whose evidence runs on the Gaussian field of the block's kernel K (lyapunov, ito_drift, "
+                    "lyapunov_spectrum, log_distance_variance, synchronization_time; attention_bound, which no "
+                    "noise field enters, runs unchanged); the others are refused with the reason. Without "
+                    "--hidden the search is over one-layer blocks and the design also draws the claim's deep "
+                    "stacks. "
                     "Exit 0 if consistent, 1 if rejected, 2 on bad input.",
         epilog=epilog(EXAMPLES))
     # a candidate may start with a minus sign ("-(d-1)*k0/2"): only -h is a single-dash option here,
@@ -54,6 +60,10 @@ def register(sub) -> None:
     for action in p._actions:      # here a model option not given is searched, not defaulted
         if action.dest in ("d", "beta", "sigma_w", "sigma_b", "sigma_a", "activation"):
             action.help += " (default: searched over the claim's domain)"
+        if action.dest == "hidden":
+            action.help = action.help.replace("(default: none, the one-layer block)",
+                                              "(default: one-layer blocks searched, the design also draws the "
+                                              "claim's deep stacks)")
     p.add_argument("--rho", type=float, default=None, help="overlap (kernel only; default: searched)")
     p.add_argument("--index", type=int, default=None, metavar="I",
                    help="the exponent's index i, 1 <= i <= d-1 (lyapunov_spectrum only; default: searched)")
@@ -96,8 +106,9 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..check import DESIGN_POINTS, check_candidate, domain_text
     from ..params import check_int, check_real
+    from .common import hidden_from_args
 
-    refuse_hidden(args, "check")
+    hidden = hidden_from_args(args) if args.hidden else None
     level = check_real("level", args.level, 0.5, maximum=1.0 - 1e-12)
     explore = None if args.explore is None else check_int("explore", args.explore, 1)
     design = DESIGN_POINTS if args.design is None else check_int("design", args.design, DESIGN_POINTS)
@@ -106,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
                           beta=args.beta, rho=args.rho, index=args.index, eps0=args.eps0, eps=args.eps,
                           heads=args.heads, n_tokens=args.n_tokens, quantity=args.quantity, seed=args.seed, level=level,
                           explore=explore,
-                          design=design, field=args.field, sigma_q=args.sigma_q)
+                          design=design, field=args.field, sigma_q=args.sigma_q, hidden=hidden)
     if args.json:
         print_json(out.to_dict())
     else:
@@ -162,5 +173,7 @@ def run(args: argparse.Namespace) -> int:
                      None: ""}[out.sharp]
         if out.details.get("field"):
             print(f"note:       {out.details['field']}")
+        if out.details.get("hidden"):
+            print(f"note:       {escape_terminal(out.details['hidden'])}")
         print(f"verdict:    {out.verdict.upper()}{qualifier}   (power: {power})")
     return 0 if out.verdict == "consistent" else 1

@@ -53,13 +53,6 @@ def hidden_from_args(args: argparse.Namespace) -> tuple:
     return check_hidden(getattr(args, "hidden", None) or ())
 
 
-def refuse_hidden(args: argparse.Namespace, command: str) -> None:
-    """ParameterError when --hidden is given to a sub-command that does not model deep blocks yet."""
-    from ..errors import ParameterError
-    if getattr(args, "hidden", None):
-        raise ParameterError("hidden", args.hidden[0], f"is not supported by {command} yet (one-layer blocks only)")
-
-
 def add_kernel_options(p: argparse.ArgumentParser, *, activation_default: str = MODEL_DEFAULTS["activation"],
                        hidden: bool = True) -> None:
     """--activation, --sigma-w, --sigma-b, --sigma-a (defaults: ModelParams') and, unless `hidden` is
