@@ -575,13 +575,15 @@ def example_key(seed, name: str, config: tuple, stage: str) -> Key:
 
 
 def domain_text(strategy) -> str:
-    """A claim's domain in words (``d in [2, 6]; activation in {relu, tanh}``) from the ranges
-    ``strategies.claim_configs`` records, else the strategy's repr."""
+    """A claim's domain in words (``d in [2, 6]; activation in {relu, tanh}; hidden in {none, (relu 1.0 0.5)}``)
+    from the ranges ``strategies.claim_configs`` records, else the strategy's repr."""
     spec = getattr(strategy, "spec", None)
     if not spec:
         return repr(strategy)
     parts = []
     for name, v in spec.items():
+        if name == "hidden":      # the deep block's stacks (strategies.HIDDEN_STACKS): "; " is inside a stack
+            v = [x if x == "none" else f"({x})" for x in v]
         if all(isinstance(x, str) for x in v):
             parts.append(f"{name} in {{{', '.join(v)}}}" if len(v) > 1 else f"{name} = {v[0]}")
         else:

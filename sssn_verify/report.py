@@ -558,7 +558,10 @@ def _words(key) -> str:
 
 def _range_html(k, v) -> str:
     """A declared range of parameter `k` in HTML: (0.5, 1.25) of sigma_w as the mathematics
-    sigma_w in [0.5, 1.25] (a point as sigma_w = 0.5); names (activations) as words."""
+    sigma_w in [0.5, 1.25] (a point as sigma_w = 0.5); names (activations) as words; a deep block's stacks
+    (``hidden``, "; " inside a stack) in parentheses."""
+    if k == "hidden":
+        v = [x if x == "none" else f"({x})" for x in v]
     if all(isinstance(x, str) for x in v):
         return f"{_e(_words(k))} " + (f"one of {_e(', '.join(v))}" if len(v) > 1 else _e(v[0]))
     if k in _PARAM_TEX:
