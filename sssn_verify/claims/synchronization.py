@@ -25,7 +25,7 @@ from ..numeric.rng import as_key
 from ..params import ModelParams
 from ..stats import agreement_test, mean_ci
 from ..symbolic.lyapunov import lambda1_relu, lambda1_tangent
-from ..strategies import claim_configs
+from ..strategies import HIDDEN_STACKS, NO_HIDDEN, claim_configs, hidden_stack
 from .base import Claim
 from ._util import combine, configs, estimates_figure
 
@@ -47,8 +47,8 @@ def derived_formula():
 def _clear_sign(config) -> bool:
     """|lambda_1| >= 0.1 (k0 + k1): the sign sub-test has no allowance, so explored points keep
     away from lambda_1 = 0 (where the sign is not decidable at any budget)."""
-    _, act, d, sw, sb, sa = config
-    kf = numeric_kernel(act, sw, sb, sa)
+    _, act, d, sw, sb, sa, *deep = config
+    kf = numeric_kernel(act, sw, sb, sa, hidden=hidden_stack(*deep))
     return abs(derived_formula()(d, kf.k0, kf.k1)) >= 0.1 * (kf.k0 + kf.k1)
 
 
@@ -62,33 +62,36 @@ def _linear_regime(config) -> bool:
     """lambda_1 T inside [-LINEAR_DOWN, LINEAR_UP] at the longest horizon of the budgets: outside, two tokens
     started EPS apart leave the linear regime (sin(3u), d = 6, sigmas 1.25, 0, 1.25: lambda_1 = 14.5, the
     separation saturates and the measured rate is 13 % low) or come within rounding of each other."""
-    _, act, d, sw, sb, sa = config
-    kf = numeric_kernel(act, sw, sb, sa)
+    _, act, d, sw, sb, sa, *deep = config
+    kf = numeric_kernel(act, sw, sb, sa, hidden=hidden_stack(*deep))
     horizon = max(float(b["horizon"]) for b in CLAIM.budgets.values())
     return -LINEAR_DOWN <= derived_formula()(d, kf.k0, kf.k1) * horizon <= LINEAR_UP
 
 
-# where it is explored: the Gaussian transformer, moderate noise (as for the lyapunov claim)
+# where it is explored: the Gaussian transformer, moderate noise (as for the lyapunov claim); a deep block is
+# one more kernel K of it
 DOMAIN = claim_configs(model=("gaussian",), activation=("relu", "tanh", "sin:3"), d=(2, 6),
-                       sigma_w=(0.5, 1.25), sigma_b=(0.0, 1.0), sigma_a=(0.5, 1.25),
+                       sigma_w=(0.5, 1.25), sigma_b=(0.0, 1.0), sigma_a=(0.5, 1.25), hidden=HIDDEN_STACKS,
                        where=(lambda c: _clear_sign(c) and _linear_regime(c),
                               "|lambda_1| < 0.1 (k0 + k1) (the sign of the separation rate is not resolved there) "
                               "or lambda_1 T outside [-13.8, 10] at the longest horizon (two tokens 1e-6 apart leave "
                               "the linear regime: the separation saturates or reaches rounding)"))
 
 
-def separation_rates(model, act, d, sw, sb, sa, budget, seed, mode="auto"):
+def separation_rates(model, act, d, sw, sb, sa, budget, seed, mode="auto", hidden: str = NO_HIDDEN):
     """Per-path log-separation rates of two tokens started EPS apart (noise only).
 
     ``mode`` is the finite-width transformer's sampling mode: the default ("auto", exact in
     law for two tokens) keeps the separation exactly (the tree basis of ``numeric.fields``);
-    "literal" draws the weights (the cross-check; slower).
+    "literal" draws the weights (the cross-check; slower).  `hidden`: a hidden stack
+    (``strategies.hidden_stack``; the Gaussian transformer of the deep block's kernel).
     """
     T = float(budget["horizon"])
     # the depth follows the noise per layer, as in the lyapunov claim (O(T/L) time-step bias)
-    kf = numeric_kernel(act, sw, sb, sa)
+    p = ModelParams(d=d, n_tokens=2, horizon=T, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0,
+                    hidden=hidden_stack(hidden))
+    kf = numeric_kernel(p)
     depth = max(int(budget["depth"]), math.ceil(T * (kf.k0 + kf.k1) / budget.get("step_noise", math.inf)))
-    p = ModelParams(d=d, n_tokens=2, horizon=T, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0)
     x0 = np.zeros((2, d))
     x0[0, 0] = 1.0
     x0[1, 0], x0[1, 1] = 1.0, EPS
@@ -107,13 +110,14 @@ def separation_rates(model, act, d, sw, sb, sa, budget, seed, mode="auto"):
 
 def check(formula, budget: dict, seed: int, level: float):
     parts, labels, est, se, exp = [], [], [], [], []
-    for i, (model, act, d, sw, sb, sa) in enumerate(configs(budget, CONFIGS)):
-        kf = numeric_kernel(act, sw, sb, sa)
+    for i, (model, act, d, sw, sb, sa, *deep) in enumerate(configs(budget, CONFIGS)):
+        hidden = deep[0] if deep else NO_HIDDEN
+        kf = numeric_kernel(act, sw, sb, sa, hidden=hidden_stack(hidden))
         lam = formula(d, kf.k0, kf.k1)
-        rates = separation_rates(model, act, d, sw, sb, sa, budget, as_key(seed, "config", i))
+        rates = separation_rates(model, act, d, sw, sb, sa, budget, as_key(seed, "config", i), hidden=hidden)
         m = mean_ci(rates)
         tol = budget["rel_tol"] * abs(lam) + budget["abs_tol"] * (kf.k0 + kf.k1)
-        label = f"{model} {act} d={d} sb={sb}"
+        label = f"{model} {act} d={d} sb={sb}" + ("" if hidden == NO_HIDDEN else f" then {hidden}")
         parts.append(agreement_test(f"{label}: rate = lambda_1", m.mean, m.stderr, lam, level=level, n=m.n,
                                     seed=seed, abs_tol=tol,
                                     details={"fraction_closer": float(np.mean(rates < 0))}))
@@ -147,5 +151,5 @@ CLAIM = Claim(
              "full": {"n_configs": len(CONFIGS), "paths": 100_000, "depth": 200, "width": 128, "step_noise": 0.02,
                       "horizon": 2.0, "rel_tol": 0.05, "abs_tol": 0.003}},
     derived_text=lambda: f"lambda_1 = {sp.sstr(lambda1_tangent())}; ReLU: lambda_1 = {sp.sstr(lambda1_relu())}",
-    domain=DOMAIN, anchors=CONFIGS,
+    domain=DOMAIN, anchors=tuple((*c, NO_HIDDEN) for c in CONFIGS),
 )
