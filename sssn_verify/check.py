@@ -841,7 +841,8 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
     `hidden` (``ModelParams.hidden``: triples, "ACT SW SB" texts or one "ACT SW SB; ..." text) pins the deep
     block's hidden stack, as `activation` pins its first layer; a claim whose formula or evidence is not the
     Gaussian field of K is refused with the reason (:data:`HIDDEN_REFUSALS`).  None: the search is over
-    one-layer blocks and the design also draws the stacks the claim declares (:func:`search_hidden`)."""
+    one-layer blocks and the design also draws the stacks the claim declares (:func:`search_hidden`), unless
+    the candidate uses the sigmas (the first layer's: a formula about one-layer blocks)."""
     from .activations import get_activation
     from .params import MODEL_DEFAULTS, check_field
     the_claim = _claim(claim, quantity)
@@ -874,6 +875,11 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
                     f"noise field does not enter {the_claim.name}; the verdict is the same for every field")
     cc = the_claim.candidate
     cand = parse_candidate(claim, candidate)
+    hidden_notes = []
+    if hidden is None and len(hiddens) > 1 and {x.name for x in cand.expr.free_symbols} & set(SIGMAS):
+        hiddens = hiddens[:1]                  # a formula in the first layer's sigmas is about one-layer blocks
+        hidden_notes.append("deep blocks not drawn: the candidate uses the sigmas (the first layer's), so it is "
+                            "about one-layer blocks (check --hidden tests it on a deep one)")
     if activation is not None:
         act = get_activation(activation).name
         if cc.activation is not None and act != cc.activation:
@@ -924,6 +930,7 @@ def check_candidate(claim: str, candidate: str, *, activation: str | None = None
     else:
         points, notes = design_points(the_claim, ranges, acts, as_key(seed, "check", the_claim.name, "design"),
                                       n_design, hiddens=hiddens)
+        notes = hidden_notes + notes
         # screens: at most MAX_SCREENS, plus the chosen point's when the budget went elsewhere, plus the design
         a = math.sqrt((1.0 - level) / (MAX_SCREENS + 1 + len(points)))
         t, record, counter = search(the_claim, cand, acts, given, seed=seed, level=level, n_examples=n_examples,

@@ -44,7 +44,8 @@ def deep_runs():
 
 
 def test_k_only_claims_declare_the_hidden_axis_and_anchors_stay_one_layer():
-    for name in ("lyapunov", "two_point", "log_distance_variance", "lyapunov_spectrum", "synchronization_time"):
+    for name in ("lyapunov", "two_point", "log_distance_variance", "lyapunov_spectrum", "synchronization_time",
+                 "synchronization"):
         c = CLAIMS[name]
         assert c.domain.fields[-1] == "hidden" and c.domain.spec["hidden"] == HIDDEN_STACKS, name
         assert all(a[-1] == NO_HIDDEN for a in c.anchors), name
