@@ -289,14 +289,17 @@ def _check_block(point: dict[str, Any]) -> None:
 
 def search_hidden(claim, hidden) -> list[str]:
     """The hidden stacks (``strategies.HIDDEN_STACKS`` texts) `check` uses for `claim`: the given one (pinned;
-    ``check --hidden``), else the stacks the claim declares (its candidate check's domain, else its own
-    domain), one-layer first, else one-layer blocks only.  A deep stack given for a claim whose formula or
-    evidence is not the Gaussian field of K is a ClaimError naming the claim and why (:data:`HIDDEN_REFUSALS`)."""
+    ``check --hidden``), else the stacks its candidate check's domain declares (one-layer first: the design
+    draws them), else one-layer blocks only.  A deep stack may be pinned where the candidate check's or the
+    claim's own domain declares stacks (its evidence runs on the Gaussian field of K; the claim's domain alone:
+    its evidence's budget was sized on one-layer blocks, so the design does not draw them unasked); elsewhere
+    it is a ClaimError naming the claim and why (:data:`HIDDEN_REFUSALS`)."""
     from .strategies import NO_HIDDEN, hidden_text
     cc = claim.candidate
-    declared = (cc.domain or {}).get("hidden") or (getattr(claim.domain, "spec", None) or {}).get("hidden")
+    drawn = (cc.domain or {}).get("hidden")
+    declared = drawn or (getattr(claim.domain, "spec", None) or {}).get("hidden")
     if hidden is None:
-        return list(declared or (NO_HIDDEN,))
+        return list(drawn or (NO_HIDDEN,))
     text = hidden_text(hidden)
     if text != NO_HIDDEN and claim.name not in NOISE_FREE and not declared:
         why = HIDDEN_REFUSALS.get(claim.name, "its domain declares no hidden stack (its evidence does not run on the "

@@ -131,3 +131,29 @@ def test_an_explored_deep_config_round_trips_through_report_json(deep_runs, tmp_
     assert hidden_stack(explored["examples"][0]["config"][-1]) == hidden_stack(QUAD)
     assert "hidden in {none, (relu 1.0 0.5), (tanh 1.2 0.1; relu 1.0 0.5)}" in explored["domain"]
     assert f"hidden={QUAD}" in exploration_markdown(res)            # the table's parameters
+
+
+def test_which_checks_draw_or_accept_deep_stacks():
+    """No evidence: ito_drift's candidate check opts in (its design draws deep stacks, corners one-layer, the deep
+    stacks together at the quadrature weight); synchronization_time accepts a pinned stack but does not draw one
+    (its passage-time budget was sized on one-layer blocks); kernel refuses; attention_bound ignores it."""
+    from sssn_verify.check import _claim, design_points, search_activations, search_hidden, search_ranges
+    from sssn_verify.numeric.rng import as_key
+    c = _claim("ito_drift")
+    hiddens = search_hidden(c, None)
+    assert hiddens == list(HIDDEN_STACKS)
+    ranges = search_ranges(c, {})
+    acts = search_activations(c, ranges, None)
+    drawn = []
+    for seed in range(10):
+        pts, _ = design_points(c, ranges, acts, as_key(seed, "test-deep-design"), hiddens=hiddens)
+        assert "hidden" not in pts[0] and "hidden" not in pts[1]                 # the corners: one-layer
+        drawn += [p.get("hidden", NO_HIDDEN) for p in pts[2:]]
+    deep = sum(h != NO_HIDDEN for h in drawn)
+    assert set(drawn) == set(HIDDEN_STACKS) and 0 < deep < len(drawn) / 2        # present, but fewer
+    assert search_hidden(_claim("synchronization_time"), None) == [NO_HIDDEN]
+    assert search_hidden(_claim("synchronization_time"), [DEEP]) == [DEEP]
+    assert search_hidden(_claim("attention_bound"), [DEEP]) == [DEEP]
+    assert search_hidden(_claim("kernel"), ()) == [NO_HIDDEN]                    # one-layer: every claim
+    with pytest.raises(ClaimError, match="kernel does not apply to deep blocks"):
+        search_hidden(_claim("kernel"), [DEEP])

@@ -46,8 +46,8 @@ def register(sub) -> None:
                     "claims whose evidence runs on the Gaussian field of the block's kernel K (lyapunov, ito_drift, "
                     "lyapunov_spectrum, log_distance_variance, synchronization_time; attention_bound, which no "
                     "noise field enters, runs unchanged); the others are refused with the reason. Without "
-                    "--hidden the search is over one-layer blocks and the design also draws the claim's deep "
-                    "stacks. "
+                    "--hidden the search is over one-layer blocks, and the design of lyapunov and ito_drift also "
+                    "draws deep stacks for a candidate in d, k0, k1 (not in the sigmas, the first layer's). "
                     "Exit 0 if consistent, 1 if rejected, 2 on bad input.",
         epilog=epilog(EXAMPLES))
     # a candidate may start with a minus sign ("-(d-1)*k0/2"): only -h is a single-dash option here,
@@ -62,8 +62,8 @@ def register(sub) -> None:
             action.help += " (default: searched over the claim's domain)"
         if action.dest == "hidden":
             action.help = action.help.replace("(default: none, the one-layer block)",
-                                              "(default: one-layer blocks searched, the design also draws the "
-                                              "claim's deep stacks)")
+                                              "(default: one-layer blocks searched; lyapunov's and ito_drift's "
+                                              "designs also draw deep stacks)")
     p.add_argument("--rho", type=float, default=None, help="overlap (kernel only; default: searched)")
     p.add_argument("--index", type=int, default=None, metavar="I",
                    help="the exponent's index i, 1 <= i <= d-1 (lyapunov_spectrum only; default: searched)")
