@@ -24,7 +24,8 @@ from .params import MODEL_DEFAULTS, ModelParams, check_int, check_real, takes_mo
 
 AXES = ("d", "sigma_w", "sigma_b", "sigma_a", "beta", "sigma_q")
 #: the axes of each field: the rqf rates (symbolic.general_field) involve sigma_q only (d is kept as an axis:
-#: they are free of it, which the diagram shows); beta enters only lambda_bar(beta), which rqf does not have
+#: they are free of it, which the diagram shows); beta is no rqf axis but a fixed value (beta=, --beta): it
+#: enters only lambda_bar(beta), derived free of beta for rqf (2 sigma_q^2, scan's rqf rows)
 FIELD_AXES = {"mlp": ("d", "sigma_w", "sigma_b", "sigma_a", "beta"), "rqf": ("d", "sigma_q")}
 DEFAULT_RANGE = {"d": (2, 16), "sigma_w": (0.1, 2.0), "sigma_b": (0.0, 2.0), "sigma_a": (0.1, 2.0),
                  "beta": (0.0, 5.0), "sigma_q": (0.1, 2.0)}
@@ -39,8 +40,9 @@ BOTH_NEGATIVE = 3
 #: what phase_diagram_figure draws: the sign regions, or a colour map of one rate (the projective ones are
 #: defined for odd fields only: blank cells elsewhere)
 VALUES = ("signs", "lambda1", "lambda_bar", "lambda_proj", "lambda_bar_proj")
-#: the two rates of the sign regions, per field: rqf has no lambda_bar(beta) (not derived for its tensor), so
-#: its regions are those of lambda_1 and of the projective energy rate lambda_bar_proj
+#: the two rates of the sign regions, per field: rqf's are lambda_1 and the projective energy rate
+#: lambda_bar_proj (rqf is odd); lambda_bar is derived for rqf too and equals it there (2 sigma_q^2 for every
+#: beta, symbolic.general_field), so its regions would be the same
 SIGN_RATES = {"mlp": ("lambda1", "lambda_bar"), "rqf": ("lambda1", "lambda_bar_proj")}
 
 
@@ -110,7 +112,9 @@ def check_axes(x: str, y: str, field: str = "mlp") -> None:
             raise ParameterError(name, axis, f"one of {', '.join(AXES)}")
         if axis not in FIELD_AXES[field]:
             why = ("describes the MLP block and does not enter field='rqf'" if field == "rqf" and axis != "beta"
-                   else "enters only lambda_bar(beta), which the rqf field does not have" if field == "rqf"
+                   else "is a fixed value for field='rqf' (beta=, --beta), not an axis: it enters only "
+                        "lambda_bar(beta), which is 2 sigma_q^2 for every beta (symbolic.general_field)"
+                   if field == "rqf"
                    else "enters only the rqf field (--field rqf)")
             raise ParameterError(name, axis, f"{why}: the axes of field {field} are {', '.join(FIELD_AXES[field])}")
     if x == y:
@@ -175,8 +179,8 @@ def phase_diagram_figure(params: ModelParams, x: str = "d", y: str | None = None
     `values` = "lambda1", "lambda_bar", "lambda_proj" or "lambda_bar_proj" a colour map of that rate
     (diverging at 0) with its zero contour (the projective rates: blank where the field is not odd).
     ``field="rqf"`` (with ``sigma_q``): the random quadratic form over the axes d and sigma_q, sign
-    regions of lambda_1 and lambda_bar_proj (rqf has no lambda_bar).  `y` defaults to sigma_b (sigma_q
-    for rqf).
+    regions of lambda_1 and lambda_bar_proj (:data:`SIGN_RATES`), every rate as scan's rqf rows give it
+    (lambda_bar at `beta`).  `y` defaults to sigma_b (sigma_q for rqf).
 
     The model is a ModelParams or its fields as keywords (as :func:`sssn_verify.regime`): its
     activation, and its d, beta and sigmas where they are not axes.  `xs`, `ys` default to
@@ -193,9 +197,6 @@ def phase_diagram_figure(params: ModelParams, x: str = "d", y: str | None = None
     y = ("sigma_q" if field == "rqf" else "sigma_b") if y is None else y
     if values not in VALUES:
         raise ParameterError("values", values, f"one of {', '.join(VALUES)}")
-    if field == "rqf" and values == "lambda_bar":
-        raise ParameterError("values", values, "is not derived for the rqf field (its covariance is not K(rho) I): "
-                             "lambda1, lambda_proj or lambda_bar_proj")
     base = _checked_base(x, y, {k: getattr(params, k) for k in AXES}, field)
     xs = axis_values(x) if xs is None else np.asarray(xs)
     ys = axis_values(y) if ys is None else np.asarray(ys)
@@ -236,7 +237,9 @@ def phase_diagram_figure(params: ModelParams, x: str = "d", y: str | None = None
         handles.append(pt)
     ax.set_xlabel(x)
     ax.set_ylabel(y)
-    fixed = ", ".join(f"{k}={v:g}" for k, v in base.items() if k not in (x, y) and k in FIELD_AXES[field])
+    # the fixed parameters of the title: the field's axes, and rqf's beta where lambda_bar(beta) is drawn
+    shown = FIELD_AXES[field] + (("beta",) if field == "rqf" and values == "lambda_bar" else ())
+    fixed = ", ".join(f"{k}={v:g}" for k, v in base.items() if k not in (x, y) and k in shown)
     if params.hidden:
         from .params import hidden_spec
         fixed += f"; hidden {hidden_spec(params.hidden)}"

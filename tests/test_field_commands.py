@@ -209,6 +209,32 @@ def test_phase_diagram_rqf_grid_and_figure(capsys, tmp_path):
     assert code == 0 and out_png.read_bytes()[:4] == b"\x89PNG", err
 
 
+def test_phase_diagram_rqf_lambda_bar_is_scans_and_regimes(capsys, tmp_path):
+    """--values lambda_bar and --beta with --field rqf: the grid's lambda_bar and dissipation columns are those of
+    scan's rqf rows and of regime at every point (2 sigma_q^2, docs/mathematics.md), the figure draws it at beta."""
+    argv = ["phase-diagram", "--field", "rqf", "--x", "d", "--y", "sigma_q", "--x-range", "2", "4", "--y-range",
+            "0.5", "1.5", "--resolution", "3", "--beta", "2.5", "--values", "lambda_bar"]
+    code, out, err = _run([*argv, "--format", "csv"], capsys)
+    assert code == 0, err
+    frame = pd.read_csv(io.StringIO(out))
+    assert (frame["beta"] == 2.5).all()
+    np.testing.assert_allclose(frame["lambda_bar"], 2 * frame["sigma_q"] ** 2, rtol=1e-13)
+    api = sv.scan(field="rqf", d=[2, 3, 4], sigma_q=[0.5, 1.0, 1.5], beta=2.5, attention_scale=0.0)
+    for row in frame.itertuples():
+        g = sv.regime(field="rqf", sigma_q=row.sigma_q, d=row.d, beta=2.5, V=0.0)
+        want = api[(api["d"] == row.d) & (api["sigma_q"] == row.sigma_q)].iloc[0]
+        for col in ("lambda_bar", "lambda_bar_edge", "lambda_bar_argmax", "rate_lower_bound"):
+            assert getattr(row, col) == want[col] == getattr(g, col), col
+        assert row.rate_upper_bound == want["rate_upper_bound"] == g.lambda_bar + g.c_att
+        assert row.dissipates == want["dissipates"] == g.dissipates is False
+    png = tmp_path / "rqf_lambda_bar.png"
+    code, out, err = _run([*argv, "--out", str(png)], capsys)
+    assert code == 0 and png.read_bytes()[:4] == b"\x89PNG", err
+    fig = sv.phase_diagram_figure(field="rqf", sigma_q=1.0, beta=2.5, x="d", y="sigma_q", xs=np.arange(2, 5),
+                                  ys=np.array([0.5, 1.0]), values="lambda_bar")
+    assert "lambda_bar (beta=2.5)" in fig.axes[0].get_title()
+
+
 def test_phase_diagram_projective_values_blank_where_not_odd(capsys, tmp_path):
     code, out, err = _run(["phase-diagram", "--activation", "tanh", "--x", "d", "--y", "sigma_b", "--x-range", "3", "4",
                            "--y-range", "0", "1", "--resolution", "2", "--values", "lambda_bar_proj", "--format", "csv"],
@@ -226,10 +252,9 @@ def test_phase_diagram_projective_values_blank_where_not_odd(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["--field", "rqf", "--values", "lambda_bar", "--format", "csv"], ["lambda_bar", "rqf"]),
     (["--field", "rqf", "--y", "sigma_b", "--format", "csv"], ["sigma_b", "rqf"]),
-    (["--field", "rqf", "--x", "beta", "--format", "csv"], ["beta"]),
-    (["--field", "rqf", "--beta", "2", "--format", "csv"], ["beta"]),
+    (["--field", "rqf", "--x", "beta", "--format", "csv"], ["beta", "not an axis"]),
+    (["--field", "rqf", "--beta", "-1", "--format", "csv"], ["beta"]),
     (["--field", "rqf", "--sigma-a", "2", "--format", "csv"], ["sigma_a", "rqf"]),
     (["--field", "rqf", "--confirm", "--out", "/tmp/never.png"], ["confirm", "rqf"]),
     (["--x", "sigma_q", "--format", "csv"], ["sigma_q", "rqf"]),

@@ -41,12 +41,13 @@ def register(subparsers) -> None:
                                           "odd), drawn with matplotlib (the derived ReLU boundary when sigma_b is "
                                           "an axis); --format csv|json prints the grid (sv.scan's columns). "
                                           "--field rqf: the random quadratic form over the axes d and sigma_q, "
-                                          "sign regions of lambda_1 and lambda_bar_proj (rqf has no lambda_bar).",
+                                          "sign regions of lambda_1 and lambda_bar_proj, every rate (lambda_bar "
+                                          "at --beta included) as scan --field rqf gives it.",
                               epilog=epilog(EXAMPLES))
     add_kernel_options(p)
     p.add_argument("--d", type=int, default=MODEL_DEFAULTS["d"], help="dimension when d is not an axis")
     p.add_argument("--beta", type=float, default=MODEL_DEFAULTS["beta"],
-                   help="beta of lambda_bar when not an axis (the MLP field only)")
+                   help="beta of lambda_bar when not an axis (never an axis with --field rqf)")
     add_field_options(p, sigma_q_help="its value when sigma_q is not an axis")
     p.add_argument("--x", choices=AXES, default="d", help="horizontal axis")
     p.add_argument("--y", choices=AXES, default=None,
@@ -97,12 +98,6 @@ def run(args) -> int:
                 sigma_a=check_real("sigma_a", args.sigma_a, 0.0))
     params = params_from_args(args)            # the field's rule: the other field's options keep their defaults
     if field == "rqf":
-        if base["beta"] != MODEL_DEFAULTS["beta"]:
-            raise ParameterError("beta", base["beta"], "enters only lambda_bar(beta), which the rqf field does "
-                                 "not have: leave it at its default")
-        if args.values == "lambda_bar":
-            raise ParameterError("values", args.values, "is not derived for the rqf field (its covariance is not "
-                                 "K(rho) I): lambda1, lambda_proj, lambda_bar_proj or signs")
         if args.confirm:
             raise ParameterError("confirm", True, "simulates the MLP field's Gaussian transformer: not for --field "
                                  "rqf (verify --claim rqf checks its rates by Monte Carlo)")
