@@ -223,3 +223,17 @@ def test_find_and_scan_rqf_use_lambda_bar(capsys):
         assert (row.lambda_bar, row.lambda_bar_edge, row.rate_upper_bound) == (
             g.lambda_bar, g.lambda_bar_edge, g.lambda_bar + g.c_att)
         assert bool(row.dissipates) == g.dissipates
+
+
+def test_find_help_names_the_rqf_quantities_explore_accepts():
+    """find --help lists lambda_bar among the rqf quantities and refuses only what explore refuses."""
+    import re
+
+    from sssn_verify.cli import build_parser
+    from sssn_verify.explore import RQF_QUANTITIES, RQF_UNDEFINED
+    sub = build_parser(["find"])._subparsers._group_actions[0].choices["find"]
+    text = " ".join(sub.format_help().split())
+    listed, refused = re.search(r"--field rqf .*?its quantities are (.*) \((.*?) are not defined for it", text).groups()
+    names = {re.sub(r" .*", "", q.strip()) for q in listed.split(",")}
+    assert names == set(RQF_QUANTITIES) and "lambda_bar" in names
+    assert refused == "k1 and the MLP sigmas" and set(RQF_UNDEFINED) == {"k1", "sigma_w", "sigma_b", "sigma_a"}

@@ -21,9 +21,9 @@ def register(sub) -> None:
                     "STATEMENT and --assume are comparisons over lambda1, lambda_bar, k0, k1, c_att, "
                     "lambda_bar_proj, lambda_proj (odd fields), d, sigma_w, sigma_b, sigma_a, beta joined by "
                     "and/or/not, e.g. 'lambda_bar < 0'. --field rqf searches the random quadratic form over "
-                    "d in [2, 64], sigma_q in [0.05, 3], beta in [0, 20]: its quantities are lambda1, k0 = a(1), "
-                    "c_att, lambda_bar_proj, lambda_proj, d, sigma_q, beta (lambda_bar, k1 and the MLP sigmas "
-                    "are not defined for it: a statement using them is refused). "
+                    "d in [2, 64], sigma_q in [0.05, 3], beta in [0, 20]: its quantities are lambda1, lambda_bar "
+                    "(2 sigma_q^2), k0 = a(1), c_att, lambda_bar_proj, lambda_proj, d, sigma_q, beta (k1 and the "
+                    "MLP sigmas are not defined for it: a statement using them is refused). "
                     "Exit 0 when none is found, 1 when one is found, 2 on bad input.",
         epilog=epilog(EXAMPLES))
     p.add_argument("statement", metavar="STATEMENT", help="the statement to refute, e.g. 'lambda1 < 0'")
