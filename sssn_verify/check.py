@@ -39,8 +39,9 @@ RQF_REFUSALS = {
     "lyapunov": "its variables k0, k1 are those of a kernel K(rho) I, which the rqf field does not have (its "
                 "lambda_1 = -sigma_q^2 comes from the general-field derivation and is checked by verify --claim rqf)",
     "relu_rates": "it is about the ReLU MLP block, which the rqf field does not have",
-    "dissipation": "lambda_bar(beta) is not derived for the rqf covariance tensor (regime --field rqf leaves it "
-                   "undefined)",
+    "dissipation": "its variables k0, k1 and its evidence (the generator of one exact Gaussian layer of the MLP "
+                   "field, kernel K(rho) by quadrature) are the MLP field's (the rqf lambda_bar = 2 sigma_q^2 comes "
+                   "from the general-field derivation: regime --field rqf)",
     "lyapunov_spectrum": "the spectrum is not derived for the rqf covariance tensor (only lambda_1)",
     "log_distance_variance": "its formula sigma^2 = k0 + k1 and its evidence are the MLP field's (the rqf value "
                              "comes from the general-field derivation: sync-time --field rqf)",

@@ -237,3 +237,14 @@ def test_find_help_names_the_rqf_quantities_explore_accepts():
     names = {re.sub(r" .*", "", q.strip()) for q in listed.split(",")}
     assert names == set(RQF_QUANTITIES) and "lambda_bar" in names
     assert refused == "k1 and the MLP sigmas" and set(RQF_UNDEFINED) == {"k1", "sigma_w", "sigma_b", "sigma_a"}
+
+
+def test_check_dissipation_on_rqf_is_refused_for_its_evidence_not_for_want_of_lambda_bar(capsys):
+    """lambda_bar is derived for rqf; check dissipation still refuses the field, because its variables and its
+    evidence (one exact Gaussian layer of the MLP field's kernel) are the MLP field's."""
+    from sssn_verify.check import RQF_REFUSALS
+    reason = RQF_REFUSALS["dissipation"]
+    assert "not derived" not in reason and "undefined" not in reason
+    assert "evidence" in reason and "MLP field" in reason
+    code, out, err = _run(["check", "dissipation", "--candidate", "2*sigma_q**2", "--field", "rqf"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "evidence" in err and "rqf" in err, err
