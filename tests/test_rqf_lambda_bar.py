@@ -248,3 +248,41 @@ def test_check_dissipation_on_rqf_is_refused_for_its_evidence_not_for_want_of_la
     assert "evidence" in reason and "MLP field" in reason
     code, out, err = _run(["check", "dissipation", "--candidate", "2*sigma_q**2", "--field", "rqf"], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "evidence" in err and "rqf" in err, err
+
+
+@pytest.mark.parametrize("S, beta", [(1.7, 1.0), (0.6, 7.5)])
+def test_derive_general_field_rqf_gives_lambda_bar_and_its_edge_and_antipodal_values(S, beta, capsys):
+    """derive general_field --field rqf prints lambda_bar(beta) (regime's), its argmax, the edge value 2 S^2 and the
+    value 0 at rho = -1 (docs/mathematics.md), in JSON, text and LaTeX."""
+    import sssn_verify as sv
+    argv = ["derive", "general_field", "--field", "rqf", "--sigma-q", str(S), "--d", "4"]
+    argv += [] if beta == 1.0 else ["--beta", str(beta)]            # 1 is the default
+    code, out, err = _run([*argv, "--json"], capsys)
+    assert code == 0, err
+    got = json.loads(out)
+    g = sv.regime(field="rqf", sigma_q=S, d=4, beta=beta)
+    assert got["beta"] == beta
+    assert (got["lambda_bar"], got["lambda_bar_argmax"], got["lambda_bar_edge"]) == (
+        g.lambda_bar, g.lambda_bar_argmax, g.lambda_bar_edge)
+    assert got["lambda_bar"] == pytest.approx(2 * S**2, rel=1e-15) and got["lambda_bar_argmax"] == 1.0
+    assert got["lambda_bar_edge"] == pytest.approx(2 * S**2, rel=1e-15) and got["lambda_bar_anti"] == 0.0
+    code, out, err = _run(argv, capsys)
+    assert code == 0 and f"beta={beta}, lambda_bar={g.lambda_bar}, lambda_bar_argmax=1.0" in out, err
+    assert f"lambda_bar_edge={g.lambda_bar_edge}, lambda_bar_anti=0.0" in out
+    code, out, err = _run([*argv, "--format", "latex"], capsys)
+    assert code == 0 and f"$\\beta = {beta:g}$" in out and "$\\bar\\lambda(\\beta) = " in out, err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["kernel", "--beta", "2"], ["beta", "general_field --field rqf"]),
+    (["general_field", "--beta", "2"], ["beta", "general_field --field rqf"]),
+    (["general_field", "--field", "rqf", "--beta", "nan"], ["beta", "finite"]),
+    (["general_field", "--field", "rqf", "--beta", "-1"], ["beta", ">= 0"]),
+    (["general_field", "--field", "rqf", "--beta", "1e300"], ["beta"]),
+])
+def test_derive_beta_refusals(argv, words, capsys):
+    code, out, err = _run(["derive", *argv], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in lines[0], (w, lines[0])

@@ -19,7 +19,7 @@ import inspect
 import math
 
 from ..errors import ParameterError
-from ..params import check_int, check_real
+from ..params import MODEL_DEFAULTS, check_int, check_real
 from .common import (add_field_options, add_format_options, add_kernel_options, epilog, hidden_from_args,
                      params_from_args, print_json)
 
@@ -42,13 +42,16 @@ def register(sub) -> None:
                                    "them; NAME 'all' prints every one. For 'kernel' also the numeric k0, "
                                    "k1 (and K(rho) with --rho) at the given sigmas; for 'general_field' with "
                                    "--field rqf the rqf rates at --sigma-q (a(1), the one-point rate, lambda_1, "
-                                   "lambda_bar_proj, lambda_proj, the rate of E log sin(theta), the log-distance "
+                                   "lambda_bar(beta) at --beta with its argmax rho and its edge and antipodal "
+                                   "values, lambda_bar_proj, lambda_proj, the rate of E log sin(theta), the log-distance "
                                    "variance rate, the Lyapunov spectrum at --d). In JSON an infinite number is the string \"inf\".",
                        epilog=epilog(EXAMPLES))
     p.add_argument("name", nargs="?", metavar="NAME", help="derivation name (omit to list them, 'all')")
     add_kernel_options(p)
     p.add_argument("--rho", type=float, default=None, help="also evaluate K(rho), rho in [-1, 1] (kernel)")
     p.add_argument("--d", type=int, default=3, help="dimension for the value of lambda_1 (lyapunov) and the spectrum (general_field --field rqf)")
+    p.add_argument("--beta", type=float, default=MODEL_DEFAULTS["beta"],
+                   help="beta of lambda_bar(beta) (general_field --field rqf only)")
     add_field_options(p, sigma_q_help="general_field's numbers at this sigma_q (with --field rqf)")
     add_format_options(p, FORMATS, default="text")
     p.add_argument("--standalone", action="store_true",
@@ -114,15 +117,19 @@ def _lyapunov_numbers(args) -> dict:
 
 def _general_field_numbers(args) -> dict:
     """With --field rqf: the rqf rates of the general_field derivation at --sigma-q (through the bridge:
-    regime's a(1), lambda_1 and projective rates, sync_time's log-distance rates, the log sin rate)."""
+    regime's a(1), lambda_1, lambda_bar(beta) at --beta with its argmax and edge value, and projective rates,
+    sync_time's log-distance rates; the value at rho = -1 and the log sin rate)."""
     if args.field != "rqf":
         return {}
     from ..bridge import function
     from ..params import ModelParams
     from ..regime import regime
-    r = regime(ModelParams(field="rqf", sigma_q=args.sigma_q, d=args.d))
+    r = regime(ModelParams(field="rqf", sigma_q=args.sigma_q, d=args.d, beta=args.beta))
     return {"field": "rqf", "sigma_q": r.sigma_q, "d": r.d, "a1": r.k0, "one_point_rate": r.k0 / 2,
-            "lambda1": r.lambda1, "lambda_bar_proj": r.lambda_bar_proj, "lambda_proj": r.lambda_proj,
+            "lambda1": r.lambda1, "beta": r.beta, "lambda_bar": r.lambda_bar,
+            "lambda_bar_argmax": r.lambda_bar_argmax, "lambda_bar_edge": r.lambda_bar_edge,
+            "lambda_bar_anti": float(function("general_field.rqf_lambda_bar_anti", "math")(r.beta, r.sigma_q)),
+            "lambda_bar_proj": r.lambda_bar_proj, "lambda_proj": r.lambda_proj,
             "log_sin_rate": float(function("general_field.rqf_log_sin_rate", "math")(r.sigma_q)),
             "log_distance_variance": r.log_distance_variance, "lyapunov_spectrum": list(r.lyapunov_spectrum)}
 
@@ -141,6 +148,8 @@ def _one(name: str, args) -> dict:
 
 #: the rqf numbers of general_field as LaTeX symbols (derive --format latex)
 _RQF_TEX = {"a1": "a_1", "one_point_rate": "a_1/2", "lambda1": "\\lambda_1",
+            "lambda_bar": "\\bar\\lambda(\\beta)", "lambda_bar_edge": "\\lim_{\\rho \\to 1} \\frac{L_2 f}{f}",
+            "lambda_bar_anti": "\\frac{L_2 f}{f}(-1)",
             "lambda_bar_proj": "\\bar\\lambda_{\\mathrm{proj}}", "lambda_proj": "\\lambda_{\\mathrm{proj}}",
             "log_sin_rate": "\\tfrac{d}{dt} E \\log\\sin\\theta",
             "log_distance_variance": "\\sigma^2"}
@@ -154,7 +163,8 @@ def _rqf_paragraph(numbers: dict) -> str:
     found = [f"${tex} = {number_math(numbers[k])}$" for k, tex in _RQF_TEX.items()]
     found.append(f"the spectrum at $d = {numbers['d']}$: " + ", ".join(
         f"$\\lambda_{{{i}}} = {number_math(x)}$" for i, x in enumerate(numbers["lyapunov_spectrum"], 1)))
-    return (f"\\paragraph{{Numbers.}} For the rqf field at $\\sigma_q = {number_math(numbers['sigma_q'])}$: "
+    return (f"\\paragraph{{Numbers.}} For the rqf field at $\\sigma_q = {number_math(numbers['sigma_q'])}$, "
+            f"$\\beta = {number_math(numbers['beta'])}$: "
             + ", ".join(found[:-1]) + " and " + found[-1] + ".\n")
 
 
@@ -162,6 +172,9 @@ def _check_field(args) -> None:
     """--field rqf (with --sigma-q) gives numbers to general_field only; the other field's options keep their
     defaults (ModelParams' rule, its error)."""
     params_from_args(args)
+    beta = check_real("beta", args.beta, 0.0)
+    if beta != MODEL_DEFAULTS["beta"] and (args.field != "rqf" or args.name != "general_field"):
+        raise ParameterError("beta", beta, "gives lambda_bar(beta) of derive general_field --field rqf only")
     if args.field == "rqf" and args.name not in (None, "general_field"):
         raise ParameterError("field", "rqf", f"applies to the general_field derivation only (derive general_field "
                              f"--field rqf --sigma-q S); {args.name!r} is not evaluated for the rqf field")
