@@ -2,7 +2,8 @@
 
 The *independent evidence* for ``lambda_bar`` (docs/mathematics.md, section 5): nothing here uses
 the sympy results; only the definition of one noise layer ``x_i' = Pi(y_i + s G(y_i))`` and the
-kernel K (by quadrature, ``quadrature_kernel``, or the models' own, ``numeric.kernels.kernel``).
+kernel K (by quadrature, ``quadrature_kernel``, one-layer or a deep block's composed by quadrature
+stage by stage, or the models' own, ``numeric.kernels.kernel``).
 
 * deterministic: the generator of one exact layer (``generator_ratio``, second differences in the
   noise's eigen-directions with Richardson) and its sup over u = 1 - rho (``sup_ratio``);
@@ -65,13 +66,20 @@ class _HomogeneousKernel:
                                                                        2.0)), dtype=float)
 
 
-def quadrature_kernel(activation, sigma_w: float, sigma_b: float, sigma_a: float):
+def quadrature_kernel(activation, sigma_w: float, sigma_b: float, sigma_a: float, hidden=()):
     """k0, k1 and the stable gap of K by quadrature, never from a derived closed form (the deterministic
     evidence): the package's kernel where it is a quadrature already, one homogeneity-scaled table for
-    ReLU-like activations (sigma_w > 0), else ``force_quadrature``."""
+    ReLU-like activations (sigma_w > 0), else ``force_quadrature``.  With a deep block's `hidden` stack
+    (``ModelParams.hidden``): its kernel composed layer by layer (``deep_kernel``, the NNGP recursion) with
+    every stage by quadrature (``force_quadrature``: no stage's closed form; homogeneity does not carry
+    through a later layer's bias)."""
     from ..activations import get_activation
+    from ..params import check_hidden
     from .kernels import kernel
     name = get_activation(activation).name
+    hidden = check_hidden(hidden)
+    if hidden:
+        return kernel(name, sigma_w, sigma_b, sigma_a, hidden=hidden, force_quadrature=True)
     kf = kernel(name, sigma_w, sigma_b, sigma_a)
     if kf.method == "quadrature":
         return kf

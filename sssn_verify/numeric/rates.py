@@ -2,7 +2,7 @@
 
 Everything here is a sympy result of ``symbolic/two_point``, ``lyapunov`` and ``dissipation``,
 evaluated through the one bridge (``sssn_verify.bridge``) and fed with K from ``numeric.kernels``:
-``lambda1(d, k0, k1)``, ``lambda_bar(activation, d, sw, sb, sa, beta) -> (value, argmax_rho)``
+``lambda1(d, k0, k1)``, ``lambda_bar(activation, d, sw, sb, sa, beta, hidden=()) -> (value, argmax_rho)``
 (the sup of L2 f / f: the larger of the edge limit and the value at rho = -1, derived for
 positive-definite kernels, every kernel the toolkit builds; ``rqf_lambda_bar_rows`` the same for the rqf
 field, symbolic/general_field), ``near_sync_rate`` (a lower bound on any uniform
@@ -94,11 +94,15 @@ def ratio(kf, d, beta, us: np.ndarray) -> np.ndarray:
 
 
 def lambda_bar(activation, d: int, sigma_w: float, sigma_b: float, sigma_a: float,
-               beta: float = 1.0) -> tuple[float, float]:
-    """(sup_{rho in [-1,1)} L2 f / f, argmax rho); argmax 1.0 means the rho -> 1 limit."""
+               beta: float = 1.0, hidden=()) -> tuple[float, float]:
+    """(sup_{rho in [-1,1)} L2 f / f, argmax rho); argmax 1.0 means the rho -> 1 limit.
+
+    `hidden` (``ModelParams.hidden``: the hidden layers after the first; () the one-layer block) makes it
+    the deep block's lambda_bar, from its composed kernel (``kernels.kernel(..., hidden=)``, the kernel
+    ``regime`` uses): the same function of K as for one layer."""
     d = check_int("d", d, 2)
     beta = check_real("beta", beta, 0.0)
-    kf = kernel(activation, sigma_w, sigma_b, sigma_a)
+    kf = kernel(activation, sigma_w, sigma_b, sigma_a, hidden=hidden)
     return lambda_bar_from_kernel(kf, d, beta)
 
 
