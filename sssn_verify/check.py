@@ -58,9 +58,6 @@ HIDDEN_REFUSALS = {
               "block's composed kernel is checked against an independent composed quadrature and neural-tangents' "
               "values (tests/test_deep_blocks.py)",
     "relu_rates": "it is about the one-layer ReLU block's closed-form rates in the sigmas",
-    "dissipation": "its derived lambda_bar is evaluated from the activation and sigmas (rates.lambda_bar) and its "
-                   "deterministic evidence builds its own quadrature kernel from them (layer_rates.quadrature_kernel); "
-                   "neither takes a hidden stack yet",
 }
 #: claims that no noise field enters: a hidden stack is accepted and changes nothing (said in a note)
 NOISE_FREE = ("attention_bound",)
@@ -279,6 +276,13 @@ def _hidden_entry(hidden: str | None) -> dict[str, str]:
     return {} if hidden in (None, NO_HIDDEN) else {"hidden": hidden}
 
 
+def _block_entry(point: dict[str, Any]) -> dict[str, Any]:
+    """What a candidate check's ``derived`` gets beside the point's numbers: its activation and, for a deep
+    block, its hidden stack's text (a derived value that needs more of K than k0, k1: dissipation's
+    lambda_bar, its value at rho = -1)."""
+    return {"activation": point["activation"], **_hidden_entry(point.get("hidden"))}
+
+
 def _check_block(point: dict[str, Any]) -> None:
     """ParameterError when the point's deep block has no kernel table (``deep_kernel.check_block``: a kink or
     jump after a jump); nothing to check for a one-layer block."""
@@ -481,7 +485,7 @@ def discrepancy(cc, cand: Candidate, point: dict[str, Any]) -> float | None:
         v = values_at(point, cc)
     except ParameterError:                     # e.g. sigma_w = sigma_b = 0
         return None
-    der = cc.derived(v | {"activation": point["activation"]})
+    der = cc.derived(v | _block_entry(point))
     if not math.isfinite(der):
         return None
     gap = der - cand.value(v) if cc.bound == "upper" else abs(cand.value(v) - der)   # a bound: only below
@@ -528,7 +532,7 @@ def judge_point(claim, cand: Candidate, point: dict[str, Any], seed, level: floa
         if not undefined_rejects:
             raise
         cand_value, undefined = None, str(exc)
-    derived = cc.derived(v | {"activation": point["activation"]})
+    derived = cc.derived(v | _block_entry(point))
     ev = (evidence or cc.evidence)(point, as_key(seed, claim.name), level)
     if undefined is not None:
         r = deterministic_check(claim.name, ev.estimate, math.nan, tol=0.0, error=ev.stderr, method=ev.method)

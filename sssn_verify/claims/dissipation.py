@@ -5,7 +5,8 @@
 
 Every check compares the formula with the *dynamics* (``numeric.layer_rates``), never with the
 derivation: one exact layer of the Gaussian transformer (m = infinity; kernel K by quadrature for the
-deterministic evidence, the model's own field for the Monte Carlo).
+deterministic evidence, the model's own field for the Monte Carlo).  A deep MLP block is one more K
+(its kernel composed layer by layer): explored configurations end with its hidden stack.
 
 More (moved from this docstring): docs/modules.md, ``sssn_verify.claims.dissipation``.
 """
@@ -27,7 +28,7 @@ from ..numeric.rates import c_att, lambda_bar
 from ..numeric.rng import as_key
 from ..stats import agreement_test, deterministic_check
 from ..symbolic.dissipation import edge_rate
-from ..strategies import claim_configs
+from ..strategies import HIDDEN_STACKS, NO_HIDDEN, claim_configs, hidden_stack
 from ._util import EDGE_START, all_deterministic, combine, configs
 from .base import CandidateCheck, Claim, Evidence
 
@@ -44,14 +45,19 @@ CONFIGS = (
 BOUND_TOKENS = 8
 ANTIPODAL_SPREAD = 0.05
 POWER = 0.9                 # the power at which the minimal detectable error is stated
-# where it is explored: Gaussian transformer, V = v I with v in [0, 1] (energy-lowering: C_att = 0)
+# where it is explored: Gaussian transformer, V = v I with v in [0, 1] (energy-lowering: C_att = 0); lambda_bar
+# is a function of the kernel K alone, and a deep block is one more K (its hidden stack, the last field; the
+# anchors are one-layer blocks)
 DOMAIN = claim_configs(model=("gaussian",), activation=("relu", "tanh", "gelu", "erf"), d=(2, 10),
-                       sigma_w=(0.5, 1.5), sigma_b=(0.0, 1.5), sigma_a=(0.5, 1.5), beta=(0.0, 3.0), V=(0.0, 1.0))
+                       sigma_w=(0.5, 1.5), sigma_b=(0.0, 1.5), sigma_a=(0.5, 1.5), beta=(0.0, 3.0), V=(0.0, 1.0),
+                       hidden=HIDDEN_STACKS)
 
 
 @dataclass(frozen=True)
 class DissipationFormula:
-    lambda_bar: Callable[[str, int, float, float, float, float], float]
+    # (activation, d, sw, sb, sa, beta[, hidden]): `hidden` (ModelParams.hidden) is passed for a deep block only,
+    # so a formula written for one-layer blocks still runs there
+    lambda_bar: Callable[..., float]
     c_att: Callable[[float, np.ndarray, np.ndarray, np.ndarray], float]
     edge: Callable[[float, float, float], float]
 
@@ -62,13 +68,15 @@ def _edge_fn():
 
 
 def derived_formula() -> DissipationFormula:
-    return DissipationFormula(lambda a, d, sw, sb, sa, beta: lambda_bar(a, d, sw, sb, sa, beta)[0],
+    return DissipationFormula(lambda a, d, sw, sb, sa, beta, hidden=(): lambda_bar(a, d, sw, sb, sa, beta,
+                                                                                   hidden=hidden)[0],
                               c_att, lambda d, k0, k1: _edge_fn()(d, k0, k1))
 
 
-def independent_kernel(act, sw, sb, sa):
-    """K by quadrature (not a derived closed form) for the deterministic evidence (``quadrature_kernel``)."""
-    return quadrature_kernel(act, sw, sb, sa)
+def independent_kernel(act, sw, sb, sa, hidden=()):
+    """K by quadrature (not a derived closed form) for the deterministic evidence (``quadrature_kernel``; a
+    deep block's `hidden` stack: composed with every stage by quadrature)."""
+    return quadrature_kernel(act, sw, sb, sa, hidden=hidden)
 
 
 def starts(n: int, d: int, seed) -> dict:
@@ -91,13 +99,16 @@ def _attention(d: int, beta: float, v: float):
 def check(formula: DissipationFormula, budget: dict, seed: int, level: float):
     cfgs = configs(budget, CONFIGS)
     det, sharp, bound = [], [], []
-    for i, (model, act, d, sw, sb, sa, beta, V) in enumerate(cfgs):
-        tag = f"{act} d={d} sw={sw:g} sb={sb:g} sa={sa:g} beta={beta:g}"
-        kf = independent_kernel(act, sw, sb, sa)
+    # explored configurations end with their hidden stack; the anchors and older configurations are one-layer
+    for i, (model, act, d, sw, sb, sa, beta, V, *deep) in enumerate(cfgs):
+        text = deep[0] if deep else NO_HIDDEN
+        stack = hidden_stack(text)
+        tag = f"{act} d={d} sw={sw:g} sb={sb:g} sa={sa:g}" + (f" then {text}" if stack else "") + f" beta={beta:g}"
+        kf = independent_kernel(act, sw, sb, sa, stack)
         if not math.isfinite(kf.k1):
             continue
         sup, arg, err = sup_ratio(kf, d, beta)
-        lam = float(formula.lambda_bar(act, d, sw, sb, sa, beta))
+        lam = float(formula.lambda_bar(act, d, sw, sb, sa, beta, *((stack,) if stack else ())))
         det.append(deterministic_check(f"{tag}: lambda_bar = sup of the layer's Lf/f (argmax rho {arg:.6g})", lam,
                                        sup, tol=2 * err + 1e-12 * (1 + abs(sup)), error=err,
                                        method="generator of one exact Gaussian layer (second differences)",
@@ -108,7 +119,7 @@ def check(formula: DissipationFormula, budget: dict, seed: int, level: float):
                                        tol=2 * eerr + 1e-12 * (1 + abs(edge)), error=eerr,
                                        method="generator of one exact Gaussian layer at u = 1e-14"))
         u0 = EDGE_START if arg >= 1.0 else 1.0 - arg
-        mkf = numeric_kernel(act, sw, sb, sa)          # the Monte Carlo samples the model's own field
+        mkf = numeric_kernel(act, sw, sb, sa, hidden=stack)     # the Monte Carlo samples the model's own field
         m, se, n = rate_estimate(two_tokens(d, u0), mkf, beta, int(budget["paths"]),
                                as_key(seed, "sharp", i))
         sharp.append(agreement_test(f"{tag}: initial rate of E f(rho_t) from rho0 = {1 - u0:.10g}", m, se, lam,
@@ -142,7 +153,8 @@ def check(formula: DissipationFormula, budget: dict, seed: int, level: float):
 def candidate_evidence(point: dict, seed: int, level: float) -> Evidence:
     """sup over rho of the generator of one exact Gaussian layer applied to f (numeric.layer_rates):
     the dynamics, not the derivation; deterministic with its stated numerical error."""
-    kf = independent_kernel(point["activation"], point["sigma_w"], point["sigma_b"], point["sigma_a"])
+    kf = independent_kernel(point["activation"], point["sigma_w"], point["sigma_b"], point["sigma_a"],
+                            hidden_stack(point.get("hidden")))
     value, argmax, err = sup_ratio(kf, int(point["d"]), point["beta"])
     tol = 4 * err + 1e-12 * (1 + abs(value))
     return Evidence(float(value), float(err), 1,
@@ -154,7 +166,8 @@ def candidate_evidence(point: dict, seed: int, level: float) -> Evidence:
 def _derived_lambda_bar(v: dict) -> float:
     if not math.isfinite(v["k1"]):
         return math.inf
-    return lambda_bar(v["activation"], int(v["d"]), v["sigma_w"], v["sigma_b"], v["sigma_a"], v["beta"])[0]
+    return lambda_bar(v["activation"], int(v["d"]), v["sigma_w"], v["sigma_b"], v["sigma_a"], v["beta"],
+                      hidden=hidden_stack(v.get("hidden")))[0]
 
 
 CANDIDATE = CandidateCheck(
@@ -162,9 +175,12 @@ CANDIDATE = CandidateCheck(
     axes=("d", "beta", "sigma_w", "sigma_b", "sigma_a"),
     derived=_derived_lambda_bar,
     evidence=candidate_evidence, error_scale=lambda v, derived: 1e-6 + 1e-4 * abs(derived),
-    admissible=lambda pt: math.isfinite(numeric_kernel(pt["activation"], pt["sigma_w"], pt["sigma_b"],
-                                                       pt["sigma_a"]).k1),
+    admissible=lambda pt: math.isfinite(numeric_kernel(pt["activation"], pt["sigma_w"], pt["sigma_b"], pt["sigma_a"],
+                                                       hidden=hidden_stack(pt.get("hidden"))).k1),
     aliases=("lambda_bar",),
+    # the design draws deep blocks too: the evidence is deterministic with its stated error, so its power does not
+    # depend on the block (a deep point costs its two kernel tables, ~1-2 s each, once)
+    domain={"hidden": HIDDEN_STACKS},
     description=r"$\sup_{\rho} \frac{L_2 f}{f}$ of the generator of one exact Gaussian layer (the dynamics, not the "
                 r"derivation); deterministic, with its stated numerical error")
 
@@ -189,6 +205,6 @@ CLAIM = Claim(
     budgets={"quick": {"n_configs": 3, "paths": 400_000, "paths_bound": 20_000},
              "full": {"n_configs": len(CONFIGS), "paths": 4_000_000, "paths_bound": 200_000}},
     derived_text=lambda: f"lambda_edge = {sp.sstr(edge_rate())}; lambda_bar = sup_rho L2 f/f (numeric)",
-    domain=DOMAIN, anchors=CONFIGS,
+    domain=DOMAIN, anchors=tuple((*c, NO_HIDDEN) for c in CONFIGS),
     candidate=CANDIDATE,
 )
