@@ -42,7 +42,9 @@ RQF_REFUSALS = {
     "dissipation": "its variables k0, k1 and its evidence (the generator of one exact Gaussian layer of the MLP "
                    "field, kernel K(rho) by quadrature) are the MLP field's (the rqf lambda_bar = 2 sigma_q^2 comes "
                    "from the general-field derivation: regime --field rqf)",
-    "lyapunov_spectrum": "the spectrum is not derived for the rqf covariance tensor (only lambda_1)",
+    "lyapunov_spectrum": "its variables k0, k1 and its evidence are the MLP field's (the rqf spectrum "
+                         "lambda_i = -i sigma_q^2 comes from the general-field derivation: regime --field rqf; "
+                         "claim rqf checks it)",
     "log_distance_variance": "its formula sigma^2 = k0 + k1 and its evidence are the MLP field's (the rqf value "
                              "comes from the general-field derivation: sync-time --field rqf)",
     "synchronization_time": "its variables k0, k1 and its two-token evidence are the MLP field's (the rqf law: "

@@ -26,8 +26,10 @@ def register(subparsers) -> None:
                     "Python). An axis is a number, a comma list, START:STOP (integers, both ends included) "
                     "or START:STOP:NUM (NUM evenly spaced values, both ends included). With --field rqf: "
                     "the random quadratic form over the axes d, sigma_q, beta, attention-scale (columns field, "
-                    "d, sigma_q, beta, attention_scale, k0 = a(1), lambda1, c_att, synchronizes and the "
-                    "projective ones; the MLP-only columns are absent). Every frame has the projective "
+                    "d, sigma_q, beta, attention_scale, k0 = a(1), lambda1, lambda_bar (2 sigma_q^2) with "
+                    "lambda_bar_argmax, lambda_bar_edge, sup_at_edge, c_att, rate_lower_bound, "
+                    "rate_upper_bound, synchronizes, dissipates and the projective ones; the MLP-only "
+                    "columns are absent). Every frame has the projective "
                     "columns odd_field, lambda_bar_proj, lambda_proj, sync_up_to_sign, undefined where the "
                     "field is not odd (empty in CSV, null in JSON, 'undefined'/'undetermined' in text).",
         epilog=epilog(EXAMPLES))
