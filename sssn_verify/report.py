@@ -85,7 +85,8 @@ def power_cell(m) -> str:
 DETECTS_TEXT = ("detects: the power of the check whose estimate the row shows, i.e. the smallest relative error "
                 "of the formula it rejects with probability 0.9 at its level (surely for a deterministic "
                 "check); '(weakest check)' when the check shown states none and the weakest stated power is "
-                "given instead; degenerate points (zero variance, vanishing quantities) state none")
+                "given instead; an absolute figure, marked so, when no check states a relative one (a sign test); "
+                "degenerate points (zero variance, vanishing quantities) state none")
 
 
 def claim_power(r) -> float | None:
@@ -100,7 +101,20 @@ def claim_power_cell(r) -> str:
     (the check shown states none)."""
     from .claims.base import headline_power
     m, basis, _ = headline_power(r)
+    if m is None:
+        absolute = absolute_powers(r)
+        if absolute:                      # a sign test's power in its own units, never a bare '-'
+            return ", ".join(f"{k} {v:.2g}" for k, v in absolute.items()) + " (absolute)"
     return power_cell(m) + (" (weakest check)" if basis == "weakest check" else "")
+
+
+def absolute_powers(r) -> dict[str, float]:
+    """The absolute smallest detectable errors (``min_detectable_<what>`` in its details) of the check a
+    claim shows, by what they are of (e.g. {"rate": 0.34}): the power of a sign test or of a quantity
+    with no relative scale."""
+    shown = [r.headline] if r.checks else []
+    return {k[len("min_detectable_"):].replace("_", " "): v for c in shown for k, v in c.details.items()
+            if k.startswith("min_detectable_") and isinstance(v, (int, float))}
 
 
 #: what a claim recorded with ``error`` (``verify.numerical_failure``) means, in words
@@ -130,9 +144,7 @@ def power_sentence(r, designed: str | None = None) -> str:
     m, basis, which = headline_power(r)
     if m is None:
         achieved = "no check states a relative power (every check is degenerate, a sign test or has no relative scale)"
-        shown = [r.headline] if r.checks else []
-        stated = {k[len("min_detectable_"):].replace("_", " "): v for c in shown for k, v in c.details.items()
-                  if k.startswith("min_detectable_") and isinstance(v, (int, float))}
+        stated = absolute_powers(r)
         if stated:
             achieved += "; the check shown detects, with probability 0.9: " + ", ".join(
                 f"{k} {v:.2g}" for k, v in stated.items())
