@@ -42,6 +42,28 @@ def test_degenerate_points_state_no_power():
     assert min_detectable(3e-7, 1.0, LEVEL) is None and min_detectable(3e-6, 1.0, LEVEL) > 0
 
 
+def test_a_tolerance_counts_as_a_possible_bias_in_the_stated_power():
+    # the test allows the estimator a bias up to tol; an error m of the formula is rejected with probability
+    # >= POWER wherever that bias lies: (2 tol + (z_a + z_p) se) / |expected|
+    from scipy import stats as st
+    se, e, tol = 0.01, 2.0, 0.03
+    c = agreement_test("t", e, se, e, level=LEVEL, n=10, abs_tol=tol)
+    z = st.norm.isf((1 - LEVEL) / 2)
+    assert c.min_detectable == pytest.approx((2 * tol + (z + st.norm.ppf(POWER)) * se) / e)
+    assert min_detectable(se, e, LEVEL, tol=tol) == pytest.approx(c.min_detectable - tol / e)   # unbiased: tol once
+    shift = c.min_detectable * e
+
+    def rejection(bias, sign):      # P(|N(bias - sign shift, se)| - tol > z se), exactly
+        mu = bias - sign * shift
+        return st.norm.sf((z * se + tol - mu) / se) + st.norm.cdf((-z * se - tol - mu) / se)
+    rates = [rejection(b, s) for b in (-tol, -tol / 2, 0.0, tol / 2, tol) for s in (1, -1)]
+    assert min(rates) == pytest.approx(POWER, abs=1e-6) and max(rates) < 1
+    # a combined check and a change of level state the same
+    k = combine("one", [c], LEVEL)
+    assert k.min_detectable == pytest.approx(c.min_detectable)
+    assert c.with_level(LEVEL).min_detectable == pytest.approx(c.min_detectable)
+
+
 def test_dissipations_antipodal_start_states_no_power_and_its_edge_point_does():
     # measured (benchmarks/injected_power.py): at the antipodal start (relu d = 8, beta = 1) the relative stderr is
     # ~4e-7 at 40 000 paths and varies by 70 % between seeds; an error of the stated m (1.4e-6) was rejected at

@@ -47,7 +47,7 @@ def combine(name: str, parts: Sequence[CheckResult], level: float, *, method: st
     k = len(parts)
     p = min(1.0, k * min(c.pvalue for c in parts))
     passed = bool(p >= 1.0 - level)
-    mdes = [min_detectable(c.stderr, c.expected, level, tol=c.tolerance, alternative=c.alternative,
+    mdes = [min_detectable(c.stderr, c.expected, level, tol=c.tolerance, bias=c.tolerance, alternative=c.alternative,
                            tests=k) for c in parts]
     order = sorted(range(k), key=lambda i: parts[i].pvalue if parts[i].pvalue is not None else 1.0)
     worst = parts[order[0]]
