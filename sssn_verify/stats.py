@@ -219,6 +219,24 @@ def min_detectable(stderr: float, expected: float, level: float, *, tol: float =
     return m if math.isfinite(m) else None
 
 
+def joint_min_detectable(precision: float, expected: float, level: float, df: int, *, tests: int = 1,
+                         power: float = POWER) -> float | None:
+    """The smallest relative error of ONE coordinate (``expected``) of a vector that a chi-square test of the whole
+    vector (``df`` coordinates, covariance C, at ``level``, Bonferroni over ``tests``) rejects with probability
+    ``power``: an error e there has noncentrality ``e^2 (C^-1)_ii`` (``precision``), so ``e = sqrt(delta* /
+    precision)`` with delta* the noncentrality at which the noncentral chi-square exceeds the test's critical value
+    with probability ``power``.  With correlated coordinates the joint test sees one coordinate's error against its
+    conditional variance ``1 / precision``, smaller than its marginal one (``lyapunov_spectrum``: half)."""
+    from scipy.optimize import brentq
+    level = _check_level(level)
+    if expected is None or precision is None or not (math.isfinite(expected) and expected != 0.0
+                                                     and math.isfinite(precision) and precision > 0):
+        return None
+    crit = _st.chi2.isf((1.0 - level) / max(1, int(tests)), df)
+    delta = brentq(lambda nc: _st.ncx2.sf(crit, df, nc) - power, 1e-9, 1e4 + 100 * crit, xtol=1e-10)
+    return float(math.sqrt(delta / precision) / abs(expected))
+
+
 #: a standard error below this fraction of |expected| (and no tolerance): the point has (nearly) zero variance.  Below
 #: it the test would resolve relative errors under the accuracy to which the Monte Carlo estimators are unbiased
 #: (Richardson leaves O(delta^3), about 1e-6 relative), and what is left of the per-path values is rare large
@@ -564,7 +582,7 @@ def familywise_bound(alphas: Sequence[float]) -> float:
 
 
 __all__ = [
-    "CheckResult", "Verdict", "POWER", "min_detectable", "power_degeneracy", "power_text", "MeanEstimate", "SlopeFit", "normal_ci", "t_ci", "mean_ci",
+    "CheckResult", "Verdict", "POWER", "min_detectable", "joint_min_detectable", "power_degeneracy", "power_text", "MeanEstimate", "SlopeFit", "normal_ci", "t_ci", "mean_ci",
     "batch_means", "agreement_test", "z_test", "t_test", "deterministic_check", "linear_fit",
     "loglog_slope", "path_bootstrap_loglog_slope", "slope_test", "bonferroni", "holm", "holm_adjusted", "familywise_bound",
 ]

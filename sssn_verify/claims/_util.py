@@ -8,7 +8,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..numeric.rng import as_key
-from ..stats import CheckResult, linear_fit, min_detectable, path_bootstrap_loglog_slope, slope_test
+from ..stats import (CheckResult, joint_min_detectable, linear_fit, min_detectable,
+                     path_bootstrap_loglog_slope, slope_test)
 
 EDGE_START = 1e-10          # u0 = 1 - rho0 of a two-token Monte Carlo when the sup is the edge limit
 
@@ -41,7 +42,10 @@ def combine(name: str, parts: Sequence[CheckResult], level: float, *, method: st
     agreement) among those with a stated power (the worst overall when the check fails), and the
     check's power is that shown sub-test's (``details['power_basis']``; see :func:`_shown`): the
     stated power is the power of the test whose interval is shown, never a degenerate point's.
-    Valid under any dependence between the sub-tests.
+    Valid under any dependence between the sub-tests.  A chi-square sub-test of several parts jointly
+    (``details["joint"]``: the names it covers, their precisions ``(C^-1)_ii``, its degrees of freedom) also sees
+    an error at one of them; each covered part's power is the stronger of its own and the joint test's
+    (``stats.joint_min_detectable``).
     """
     parts = list(parts)
     k = len(parts)
@@ -49,6 +53,18 @@ def combine(name: str, parts: Sequence[CheckResult], level: float, *, method: st
     passed = bool(p >= 1.0 - level)
     mdes = [min_detectable(c.stderr, c.expected, level, tol=c.tolerance, bias=c.tolerance, alternative=c.alternative,
                            tests=k) for c in parts]
+    # a joint (chi-square) sub-test also rejects an error at one of the parts it covers: a part's power is that of
+    # the stronger of its own test and the joint one (their union rejects at least as often as either)
+    for c in parts:
+        joint = c.details.get("joint")
+        if not joint:
+            continue
+        for covered, prec in zip(joint["covers"], joint["precision"]):
+            for i, q in enumerate(parts):
+                if q.name == covered and mdes[i] is not None and q.tolerance == 0.0:
+                    mj = joint_min_detectable(prec, q.expected, level, int(joint["df"]), tests=k)
+                    if mj is not None and mj < mdes[i]:
+                        mdes[i] = mj
     order = sorted(range(k), key=lambda i: parts[i].pvalue if parts[i].pvalue is not None else 1.0)
     worst = parts[order[0]]
     i_shown, mde, basis = _shown(parts, mdes, order, passed)

@@ -105,14 +105,20 @@ def _engine_estimate(model, act, d, sw, sb, sa, L, P, width, seed):
     return kf.k0, kf.k1, mean, cov, runs[1].mean(axis=0), runs[0].mean(axis=0)
 
 
-def chi2_test(name, est, cov, expected, *, level, n, seed) -> CheckResult:
-    """Joint test of the vector of exponents: (est - expected)^T cov^-1 (est - expected) ~ chi^2_k."""
+def chi2_test(name, est, cov, expected, *, level, n, seed, covers=()) -> CheckResult:
+    """Joint test of the vector of exponents: (est - expected)^T cov^-1 (est - expected) ~ chi^2_k.  `covers`
+    names the z-tests of the coordinates: ``details["joint"]`` lets ``_util.combine`` state their power with the
+    joint test's (it sees one exponent's error against its conditional variance, about half the marginal one)."""
     diff = est - expected
     stat = float(diff @ np.linalg.solve(cov, diff))
     p = float(_st.chi2.sf(stat, diff.size))
+    details = {}
+    if covers:
+        details["joint"] = {"covers": list(covers), "precision": np.diag(np.linalg.inv(cov)).tolist(),
+                            "df": int(diff.size)}
     return CheckResult(name=name, passed=bool(p >= 1 - level), estimate=stat, stderr=None, ci=None,
                        expected=float(diff.size), level=level, n=n, seed=seed, pvalue=p, statistic=stat,
-                       method=f"chi-square ({diff.size} df), covariance estimated across paths")
+                       method=f"chi-square ({diff.size} df), covariance estimated across paths", details=details)
 
 
 def check(formula, budget: dict, seed: int, level: float):
@@ -136,7 +142,7 @@ def check(formula, budget: dict, seed: int, level: float):
                 se.append(float(sds[i]))
                 exp.append(float(lam[i]))
             parts.append(chi2_test(f"{label}: all {d - 1} exponents jointly", mean, cov, lam, level=level, n=P,
-                                   seed=seed))
+                                   seed=seed, covers=[f"{label}: lambda_{i + 1}" for i in range(d - 1)]))
     Pe = int(budget["engine_paths"])
     n_engine = 0 if "configs" in budget else int(budget["n_engine_configs"])     # explored: one layer only
     for c, (model, act, d, sw, sb, sa, L) in enumerate(ENGINE_CONFIGS[:n_engine]):
