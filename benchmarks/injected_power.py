@@ -180,6 +180,11 @@ def _inject_exponent(f, k, shown):
     return k * f
 
 
+def _inject_already(f, k, shown):
+    """A check that reads the same formula as the case's previous target (same stated m): injected there once."""
+    return f
+
+
 def _inject_slope(f, k, shown, *, expected: float):
     """A bound shape whose log-log slope over the ladder is k times the stated one: shape(x) x^((k-1) slope)."""
     return lambda x: f(x) * np.asarray(x, dtype=float) ** ((k - 1.0) * expected)
@@ -258,9 +263,11 @@ CASES: dict[str, Case] = {c.claim: c for c in (
     Case("convergence_width", {"paths": 300},
          (Target("`relu`, $d=3$, $\\sigma_w=1.0$, $\\sigma_b=0.0$, $\\sigma_a=0.5$: bound", _inject_exponent,
                  sides=(+1,), label="slope bound (<= -1)"),
-          Target("`relu`, $d=3$, $\\sigma_w=1.0$, $\\sigma_b=0.0$, $\\sigma_a=0.5$: order", _inject_exponent,
+          Target("`relu`, $d=3$, $\\sigma_w=1.0$, $\\sigma_b=0.0$, $\\sigma_a=0.5$: order", _inject_already,
                  sides=(-1,), label="slope order (>= -1)")),
-         "one exponent feeds both one-sided checks: 1 + m tests the bound, 1 - m the order"),
+         "one exponent feeds both one-sided checks: 1 + m tests the bound, 1 - m the order; m per seed (seed 0's "
+         "stderr is 1.3 sd below the mean over seeds: with its m at every seed the rates were 0.75 over 12 seeds)",
+         per_seed=True),
     Case("convergence_depth", {"paths": 120, "n_boot": 500},
          (Target("depth ladder", None, sides=(+1,), label="slope bound (log L / L)"),),
          "a stated bound the truth does not attain"),
