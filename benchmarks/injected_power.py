@@ -397,7 +397,8 @@ def violation(case: Case, seeds) -> list[dict]:
         rejected = []
         for r, sp in zip(runs, shown_parts):
             c = r[i]
-            ps = [p["pvalue"] if p is not sp else _pvalue(p["estimate"], p["stderr"], bound, alternative, c.level)
+            ps = [p["pvalue"] if p["name"] != shown else _pvalue(p["estimate"], p["stderr"], bound, alternative,
+                                                                   c.level)
                   for p in parts(c)]
             rejected.append(min(1.0, len(ps) * min(ps)) < 1.0 - c.level)
         rate = float(np.mean(rejected))
