@@ -185,6 +185,16 @@ def test_claim_headline_power_is_the_shown_checks_or_the_weakest():
     assert power_sentence(_result([flat])).startswith("no check states")
 
 
+def test_a_claim_without_relative_power_shows_its_absolute_one():
+    # coercivity's sign tests: no relative scale, an absolute power in the table instead of '-'
+    from sssn_verify.report import claim_power_cell, power_sentence
+    sign = agreement_test("sign", 0.3, 0.1, 0.0, level=LEVEL, n=10)
+    sign.details["min_detectable_rate"] = 0.34
+    r = _result([sign])
+    assert sign.min_detectable is None and claim_power_cell(r) == "rate 0.34 (absolute)"
+    assert "rate 0.34" in power_sentence(r)
+
+
 def test_no_claim_section_says_power_dash():
     from sssn_verify.report import power_sentence
     c = agreement_test("k", 1.0, 0.01, 1.0, level=LEVEL, n=10)
