@@ -141,7 +141,7 @@ CLAIM = Claim(
     tolerance=r"none (one-sided $z$-tests, Agresti-Caffo and Agresti-Coull; the claimed margin $1/2$ is the "
               r"statement)",
     budgets={"quick": {"n_configs": 1, "paths": 100, "depth": 100, "horizon": 2.0},
-             "full": {"n_configs": len(CONFIGS), "paths": 400, "depth": 200, "horizon": 2.0}},
+             "full": {"n_configs": len(CONFIGS), "paths": 2000, "depth": 200, "horizon": 2.0}},
     derived_text=lambda: (r"$P(\tau \le T \mid \text{noise}) - P(\tau \le T \mid \text{attention only}) \ge "
                            r"\frac{1}{2}$ and $P(\tau \le T \mid \text{noise}) \ge \frac{1}{2}$"),
     derived_kind="stated",

@@ -148,7 +148,7 @@ CLAIM = Claim(
     level=0.999,
     tolerance=r"none (time-step bias $O(\delta^3)$ removed, two-sided $z$-test)",
     budgets={"quick": {"n_configs": 2, "paths": 20_000},
-             "full": {"n_configs": len(CONFIGS), "paths": 200_000}},
+             "full": {"n_configs": len(CONFIGS), "paths": 240_000}},
     derived_text=_derived_text,
     domain=DOMAIN, anchors=CONFIGS,
 )
