@@ -19,7 +19,6 @@ import pandas as pd
 import pytest
 
 import sssn_verify as sv
-from sssn_verify.cli import main
 from sssn_verify.errors import SSSNError
 
 SIGMAS = (0.3, 1.0, 1.7)
@@ -33,12 +32,8 @@ def _docs(S):
 
 def _run(argv, capsys):
     """(exit code, stdout, stderr) of the command line, in process (argparse's refusals exit by SystemExit)."""
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    from hostile_cli_helpers import run
+    return run(argv, capsys)[:3]
 
 
 def _refused(argv, capsys, *words):

@@ -7,6 +7,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+
+def _python(cwd, script, *args, timeout):
+    """`python -c script args` in a fresh process (the package on its path, figures headless)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
+    return subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=cwd)
+
 SCRIPT = r"""
 import os, signal, sys, threading
 from sssn_verify.cli import main
@@ -16,9 +23,7 @@ sys.exit(main(["find", "k0 >= 0", "--explore", "1000000"]))       # minutes of s
 
 
 def test_sigterm_gives_one_line_and_exit_143(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
-    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True,
-                         text=True, timeout=300, env=env, cwd=tmp_path)
+    res = _python(tmp_path, SCRIPT, timeout=300)
     assert res.returncode == 143, (res.returncode, res.stderr[-2000:])
     lines = res.stderr.strip().splitlines()
     assert lines[-1] == "sssn-verify: stopped by SIGTERM" and "Traceback" not in res.stderr, res.stderr
@@ -45,10 +50,8 @@ def test_sigterm_in_verify_writes_the_finished_claims_as_a_partial_report(tmp_pa
     """SIGTERM (or SIGHUP) during verify --report stops it as Ctrl-C does: the claims that finished are
     written as a whole partial report, one line names the signal, exit 128 + 15; no staging folder."""
     import json
-    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
     rep = tmp_path / "rep"
-    res = subprocess.run([sys.executable, "-c", TERMINATED, str(rep)], capture_output=True, text=True,
-                         timeout=600, env=env, cwd=tmp_path)
+    res = _python(tmp_path, TERMINATED, str(rep), timeout=600)
     assert res.returncode == 143 and "Traceback" not in res.stderr, (res.returncode, res.stderr[-2000:])
     assert res.stderr.strip().splitlines()[-1] == (f"sssn-verify verify: stopped by SIGTERM after 1 of 2 "
                                                    f"claims; partial report in {rep}")
@@ -86,9 +89,7 @@ def test_ctrl_c_stops_a_long_kernel_within_a_second(tmp_path):
     """Issue 22: numba kernels do not see signals, so the engine returns to Python every
     ``numeric.slices.SLICE_SECONDS`` of kernel time (path slices; results unchanged): Ctrl-C during a
     simulation of minutes is a KeyboardInterrupt within 1 s (measured ~0.1-0.4 s)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
-    res = subprocess.run([sys.executable, "-c", LATENCY], capture_output=True, text=True, timeout=600,
-                         env=env, cwd=tmp_path)
+    res = _python(tmp_path, LATENCY, timeout=600)
     assert res.returncode == 0, (res.returncode, res.stderr[-2000:])
     latency, ran = map(float, res.stdout.split())
     assert latency < 1.0 and ran < 5.0, (latency, ran)
@@ -117,9 +118,7 @@ def test_ctrl_c_stops_a_claims_experiment_within_a_second(tmp_path):
     kernel on slices of blocks of about 0.4 s, as the engine does, so Ctrl-C inside a claim is a
     KeyboardInterrupt within 1 s, not at the end of a call of all blocks (the numbers do not depend on
     the slicing: tests/test_experiments.py)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
-    res = subprocess.run([sys.executable, "-c", EXPERIMENT_LATENCY], capture_output=True, text=True, timeout=600,
-                         env=env, cwd=tmp_path)
+    res = _python(tmp_path, EXPERIMENT_LATENCY, timeout=600)
     assert res.returncode == 0, (res.returncode, res.stderr[-2000:])
     lines = dict(line.split(" ", 1) for line in res.stdout.splitlines())
     assert set(lines) == {"tangent", "pair"}, res.stdout
@@ -153,10 +152,8 @@ def test_ctrl_c_in_verify_writes_the_finished_claims_as_a_partial_report(tmp_pat
     import json
 
     import jsonschema
-    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
     rep = tmp_path / "rep"
-    res = subprocess.run([sys.executable, "-c", PARTIAL, str(rep)], capture_output=True, text=True,
-                         timeout=600, env=env, cwd=tmp_path)
+    res = _python(tmp_path, PARTIAL, str(rep), timeout=600)
     assert res.returncode == 130, (res.returncode, res.stderr[-2000:])
     assert "Traceback" not in res.stderr
     assert res.stderr.strip().splitlines()[-1] == (f"sssn-verify verify: interrupted after 1 of 3 claims; "
@@ -190,10 +187,8 @@ def test_ctrl_c_while_exploring_keeps_every_claim_in_a_partial_report(tmp_path):
     import json
 
     import jsonschema
-    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
     rep = tmp_path / "rep"
-    res = subprocess.run([sys.executable, "-c", EXPLORING, str(rep)], capture_output=True, text=True,
-                         timeout=600, env=env, cwd=tmp_path)
+    res = _python(tmp_path, EXPLORING, str(rep), timeout=600)
     assert res.returncode == 130 and "Traceback" not in res.stderr, (res.returncode, res.stderr[-2000:])
     assert res.stderr.strip().splitlines()[-1] == (f"sssn-verify verify: interrupted after all 1 claims, during "
                                                    f"the exploration; partial report in {rep}")

@@ -173,13 +173,9 @@ def test_the_rqf_certificate_conditions_and_the_result():
 
 # ----------------------------------------------------------------------------- the commands
 def _run(argv, capsys):
-    from sssn_verify.cli import main
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    """(exit code, stdout, stderr) of the command line, in process (argparse's refusals exit by SystemExit)."""
+    from hostile_cli_helpers import run
+    return run(argv, capsys)[:3]
 
 
 def test_regime_rqf_reports_lambda_bar(capsys):
