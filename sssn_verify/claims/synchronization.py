@@ -20,7 +20,7 @@ import sympy as sp
 
 from ..bridge import function
 from ..engine import simulate_gaussian, simulate_transformer
-from ..numeric.kernels import kernel as numeric_kernel
+from ..numeric.kernels import kernel as numeric_kernel, kernel_point
 from ..numeric.rng import as_key
 from ..params import ModelParams
 from ..stats import agreement_test, mean_ci
@@ -44,12 +44,21 @@ def derived_formula():
     return function("lyapunov.lambda1", "math")
 
 
+def _k0_k1(config) -> tuple[float, float]:
+    """k0, k1 of a drawn configuration, for the admissibility below: a one-layer block's from ``kernel_point``
+    (the numbers of the kernel table's header, in milliseconds, where a table per drawn point cost ~0.1-0.2 s
+    of CPU, most draws being rejected or never run); a deep block's from its composed kernel."""
+    _, act, d, sw, sb, sa, *deep = config
+    hidden = hidden_stack(*deep)
+    kf = numeric_kernel(act, sw, sb, sa, hidden=hidden) if hidden else kernel_point(act, sw, sb, sa)
+    return kf.k0, kf.k1
+
+
 def _clear_sign(config) -> bool:
     """|lambda_1| >= 0.1 (k0 + k1): the sign sub-test has no allowance, so explored points keep
     away from lambda_1 = 0 (where the sign is not decidable at any budget)."""
-    _, act, d, sw, sb, sa, *deep = config
-    kf = numeric_kernel(act, sw, sb, sa, hidden=hidden_stack(*deep))
-    return abs(derived_formula()(d, kf.k0, kf.k1)) >= 0.1 * (kf.k0 + kf.k1)
+    k0, k1 = _k0_k1(config)
+    return abs(derived_formula()(config[2], k0, k1)) >= 0.1 * (k0 + k1)
 
 
 #: the log-separation log(|x1 - x2|_T / EPS) a run may span and still measure the tangent (linear) regime:
@@ -62,10 +71,9 @@ def _linear_regime(config) -> bool:
     """lambda_1 T inside [-LINEAR_DOWN, LINEAR_UP] at the longest horizon of the budgets: outside, two tokens
     started EPS apart leave the linear regime (sin(3u), d = 6, sigmas 1.25, 0, 1.25: lambda_1 = 14.5, the
     separation saturates and the measured rate is 13 % low) or come within rounding of each other."""
-    _, act, d, sw, sb, sa, *deep = config
-    kf = numeric_kernel(act, sw, sb, sa, hidden=hidden_stack(*deep))
+    k0, k1 = _k0_k1(config)
     horizon = max(float(b["horizon"]) for b in CLAIM.budgets.values())
-    return -LINEAR_DOWN <= derived_formula()(d, kf.k0, kf.k1) * horizon <= LINEAR_UP
+    return -LINEAR_DOWN <= derived_formula()(config[2], k0, k1) * horizon <= LINEAR_UP
 
 
 # where it is explored: the Gaussian transformer, moderate noise (as for the lyapunov claim); a deep block is
