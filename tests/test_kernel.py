@@ -253,9 +253,9 @@ def test_derivations_are_fast_and_quadrature_ones_are_integrals():
     kmod._derive_cached.cache_clear()
     total = 0.0
     for name in ("relu", "leaky_relu:0.1", "abs", "heaviside", "identity", "erf", "sin:3", "cos:1"):
-        t0 = time.perf_counter()
+        t0 = time.process_time()       # CPU: the wall clock measured the machine's load (14.6 s at load 10)
         der = derive("kernel", activation=name)
-        dt = time.perf_counter() - t0
+        dt = time.process_time() - t0
         total += dt
         assert der.extras["method"] == "closed form" and dt < 10, (name, dt)
     assert total < 60
