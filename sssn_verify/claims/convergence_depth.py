@@ -67,7 +67,7 @@ CLAIM = Claim(
     tolerance=r"none beyond the one-sided test: the slope is at most that of $\log L / L$ over the same depths "
               r"$L$",
     budgets={"quick": {"n_fine": 512, "factors": (8, 16, 32, 64), "paths": 200, "n_boot": 1000},
-             "full": {"n_fine": 2048, "factors": (16, 32, 64, 128, 256), "paths": 1000, "n_boot": 2000}},
+             "full": {"n_fine": 2048, "factors": (16, 32, 64, 128, 256), "paths": 3000, "n_boot": 2000}},
     derived_text=lambda: r"$E \max_{l} |X^{l} - X_{l\delta}|^2 = O(\log L / L + 1/m)$ (here $m = \infty$)",
     derived_kind="stated",
     domain=DOMAIN, anchors=(tuple(PARAMS[k] for k in DOMAIN.fields),),

@@ -89,7 +89,7 @@ CLAIM = Claim(
     tolerance=r"none beyond the one-sided test: the slope is at most $-1/2$",
     budgets={"quick": {"ns": (8, 16, 32, 64), "n_ref": 512, "paths": 30, "depth": 32, "width": 64,
                        "n_boot": 1000},
-             "full": {"ns": (8, 16, 32, 64, 128), "n_ref": 1024, "paths": 100, "depth": 32,
+             "full": {"ns": (8, 16, 32, 64, 128), "n_ref": 1024, "paths": 1600, "depth": 32,
                       "width": 64, "n_boot": 2000}},
     derived_text=lambda: r"$E\, W_2^2(\mu^N_t, \mu^{\mathrm{ref}}_t) = O(N^{-1/2})$ at fixed noise, $d < 4$",
     derived_kind="stated",
