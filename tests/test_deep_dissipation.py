@@ -60,7 +60,11 @@ def test_a_deep_point_passes_at_a_tiny_budget(deep_run):
     assert all(QUAD in c.name or QUAD in json.dumps(c.details, default=str) for c in deep_run.checks)
     det, sharp, bound = deep_run.checks
     assert det.pvalue is None and det.min_detectable < 1e-4
-    assert sharp.min_detectable < 0.01
+    # lambda_bar is attained at rho = -1 here, where the sharp check's statistic is a quadratic form in the
+    # normals with a relative stderr below stats.ZERO_VARIANCE_REL: it states no power (issue 27.4; the spread
+    # of such estimates over seeds exceeded their stated error), and says why
+    assert sharp.min_detectable is None and sharp.details["power_basis"] == "no point states a power"
+    assert all("zero variance" in p["power_note"] for p in sharp.details["points"])
     # judged against the deep block's lambda_bar (attained at rho = -1 here), not the first layer's
     deep = derived_formula().lambda_bar(*CONFIG[1:7], hidden_stack(QUAD))
     one = derived_formula().lambda_bar(*CONFIG[1:7])
