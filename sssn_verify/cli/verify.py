@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         return _campaign(args, seeds, alpha)
     # the report is written into a fresh folder beside --report, swapped in when complete
     staged = _stage_report(args.report) if args.report else None    # OutputError -> exit 2 before any work
-    stopped = _stop_like_ctrl_c()          # SIGTERM/SIGHUP: the partial report, as Ctrl-C writes it
+    stopped = _StopLikeCtrlC()          # SIGTERM/SIGHUP: the partial report, as Ctrl-C writes it
     try:
         with from_cli(args) as ex:                  # workers checked (and dask found) before the ETA line
             if not args.no_progress:
@@ -179,10 +179,6 @@ class _StopLikeCtrlC:
         for sig, handler in self.saved.items():
             signal.signal(sig, handler)
         self.saved = {}
-
-
-def _stop_like_ctrl_c() -> _StopLikeCtrlC:
-    return _StopLikeCtrlC()
 
 
 def _partial(args, suite, staged, signum=None) -> int:
