@@ -40,7 +40,7 @@ SIZES = {
     "small-N": (4, 16, 1024, 256, 64),
     "wide-MLP": (64, 32, 4096, 64, 32),
     "attention-heavy": (512, 16, 256, 64, 32),
-    "mid": (32, 16, 512, 128, 96),
+    "mid": (32, 16, 512, 128, 256),   # issue 26's mid size (the peers' README too)
 }
 REPO = Path(__file__).resolve().parents[1]
 PEERS = {"numpy": "baseline_numpy.py", "jax": "baseline_jax.py"}
@@ -205,6 +205,9 @@ def run_engine_cli(size, threads, quick, tree=REPO) -> dict:
                "--no-progress", "--out", os.path.join(tmp, "run.npz")]
         env = _env(threads)
         env["PYTHONPATH"] = str(Path(tree).resolve())
+        if Path(tree).resolve() != REPO:  # another version's generated modules live in their own cache
+            env["XDG_CACHE_HOME"] = str(Path(tree).resolve() / ".bench-cache")
+            env.pop("SSSN_VERIFY_CACHE", None)
         whole, _ = _timed(cmd, env)
     return {"whole": whole}
 
