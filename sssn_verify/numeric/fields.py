@@ -742,21 +742,22 @@ def graded_sqrt(C, A, rtol):
     return STATUS_OK
 
 
-def exact_in_law_choice(n: int, d: int, m: int, rng_cost: float = 64.0,
+def exact_in_law_choice(n: int, d: int, m: int, rng_cost: float = 40.0,
                         tree_cost: float = 4.0) -> tuple[bool, bool]:
     """Cost model choosing exact-in-law or literal weights per block (units: one BLAS
-    multiply-add; one normal ~ rng_cost of them, one scalar pass over an element ~ tree_cost).
+    multiply-add; one normal ~ rng_cost of them, one scalar operation ~ tree_cost).
 
-    Calibrated on the benchmark machine (``benchmarks/bench_engine.py`` measures both rates:
-    ~2e8 normals/s from ``fill_normal`` and ~1.3e10 multiply-adds/s in dgemm per thread).
     With r = min(n, d + 1) and s = min(n, m) the ranks of the two covariances:
-    pre-activations exact r m rng + n r m + tree n m + n^2 d + n^3/6 vs literal (d + 1) m rng
-    + n m d + n m; outputs exact n^2 m (the Gram matrix) + tree n m + n^3/6 + s d (rng + n) vs
-    literal m d (rng + n) + n d.
+    pre-activations exact r m rng + n r m + tree (n m + n^2 (d + 1) + n^3 / 3) + n^2 d vs
+    literal (d + 1) m rng + n m d + n m; outputs exact n^2 m (the Gram matrix) + tree (n m +
+    n^2 min(m, TREE_COLUMNS) + n^3 / 3) + s d (rng + n) vs literal m d (rng + n) + n d.  The
+    scalar terms are the near-coincidence tree (Prim, n^2 columns) and the graded Cholesky
+    (n^3 / 3, scalar loops).  The constants are fitted to timings (benchmarks/README.md, "auto
+    mode"): exact against literal outputs at seven sizes, the faster picked at six of them.
     """
     r, q = min(n, d + 1), min(n, m)
-    pre_exact = r * m * rng_cost + n * r * m + tree_cost * n * m + n * n * d + n ** 3 / 6
+    pre_exact = r * m * rng_cost + n * r * m + tree_cost * (n * m + n * n * (d + 1) + n ** 3 / 3) + n * n * d
     pre_literal = (d + 1) * m * rng_cost + n * m * d + n * m
-    out_exact = n * n * m + tree_cost * n * m + n ** 3 / 6 + q * d * (rng_cost + n)
+    out_exact = n * n * m + tree_cost * (n * m + n * n * min(m, TREE_COLUMNS) + n ** 3 / 3) + q * d * (rng_cost + n)
     out_literal = m * d * (rng_cost + n) + n * d
     return bool(pre_exact < pre_literal), bool(out_exact < out_literal)
