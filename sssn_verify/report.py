@@ -906,12 +906,21 @@ def _summary_figure(plt, np, suite):
     rows = standardized_rows(suite)
     if not rows:
         return None
-    n = len(rows)
-    fig, ax = plt.subplots(figsize=(8.27, 11.69))           # one A4 page
+    labels = [plot_prose(f"{r['claim']}: {r['check']}", 84)      # whole, wrapped
+              + ("" if r["scale"] in (None, "s.e.") else f" [per {r['scale']}]")
+              + ("" if r["alternative"] == "two-sided" else " [one-sided]") for r in rows]
+    # each row as tall as its label (its lines plus half a line of space), so no label reaches its neighbour's:
+    # y in lines from the bottom, the font from the lines an A4 page holds; taller only below 4.5 pt
+    blocks = np.array([label.count("\n") + 1.5 for label in labels])
+    total = float(blocks.sum())
+    ys = total - (np.cumsum(blocks) - blocks / 2)
+    plot_pt = 0.86 * 11.69 * 72 - 90                       # the axes' height on an A4 page, in points
+    fs = min(8.0, plot_pt / total / 1.2)
+    height = 11.69 if fs >= 4.5 else (total * 1.2 * 4.5 + 90) / (0.86 * 72)
+    fs = max(fs, 4.5)
+    fig, ax = plt.subplots(figsize=(8.27, height))
     lim = 8.0
-    fs = max(4.5, min(8.0, 560.0 / max(n, 1) / 1.6))
-    for i, row in enumerate(rows):
-        y = n - 1 - i
+    for y, row in zip(ys, rows):
         color = "#0a6b2d" if row["passed"] else "#b00020"
         if row["z"] is None:
             ax.text(0, y, "no finite deviation (exact or infinite value)", ha="center", va="center",
@@ -920,28 +929,27 @@ def _summary_figure(plt, np, suite):
         if row["band"]:
             b = min(row["band"], lim)
             ax.fill_between([-b, b], y - 0.35, y + 0.35, color="#cfe3f6", lw=0)
-        if row["lo"] is not None:
-            lo, hi = max(row["lo"], -lim), min(row["hi"], lim)
+        if row["lo"] is not None:                       # the interval clipped to the axes at both ends
+            lo, hi = (min(max(v, -lim), lim) for v in (row["lo"], row["hi"]))
             ax.plot([lo, hi], [y, y], color=color, lw=1.2)
             if row["alternative"] != "two-sided":       # a one-sided interval: its bound, and an arrow
                 bound, end = (lo, hi) if row["hi"] > lim else (hi, lo)
-                ax.plot([bound, bound], [y - 0.3, y + 0.3], color=color, lw=1.6)
-                ax.annotate("", xy=(end, y), xytext=(bound, y),
-                            arrowprops={"arrowstyle": "->", "color": color, "lw": 1.2})
+                if abs(bound) < lim:                    # a bound beyond the axes: the clipped marker says it
+                    ax.plot([bound, bound], [y - 0.3, y + 0.3], color=color, lw=1.6)
+                if end != bound:
+                    ax.annotate("", xy=(end, y), xytext=(bound, y),
+                                arrowprops={"arrowstyle": "->", "color": color, "lw": 1.2})
         z = max(-lim, min(lim, row["z"]))
         ax.plot([z], [y], marker="o" if abs(row["z"]) <= lim else (">" if row["z"] > 0 else "<"),
                 color=color, ms=4)
     ax.axvline(0.0, color="k", lw=0.8)
-    labels = [plot_prose(f"{r['claim']}: {r['check']}", 60)      # whole, wrapped
-              + ("" if r["scale"] in (None, "s.e.") else f" [per {r['scale']}]")
-              + ("" if r["alternative"] == "two-sided" else " [one-sided]") for r in rows]
-    ax.set_yticks(np.arange(n)[::-1], labels, fontsize=fs)
+    ax.set_yticks(ys, labels, fontsize=fs)
     ax.set_ylabel("check (claim: check name)", fontsize=8)
-    ax.set_ylim(-0.8, n - 0.2)
+    ax.set_ylim(0.0, total)
     ax.set_xlim(-lim - 0.5, lim + 0.5)
     ax.set_xlabel(r"standardized deviation $(\hat\theta - \theta_{\mathrm{derived}})\,/\,\mathrm{s.e.}$" "\n"
                   r"(deterministic checks: divided by the tolerance)" "\n"
-                  "line: confidence interval; bar and arrow: one-sided bound; shaded: tolerance allowance",
+                  "line: confidence interval; bar and arrow: one-sided bound;\nshaded: tolerance allowance",
                   fontsize=8)
     n_pass = sum(r.passed for r in suite.results)
     n_err = sum(bool(getattr(r, "error", None)) for r in suite.results)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import jsonschema
+import numpy as np
 import pytest
 
 from sssn_verify import __version__
@@ -507,3 +508,38 @@ def test_figure_text_is_mathtext_or_ascii_and_wraps_between_formulas():
     assert all(line.count("$") % 2 == 0 for line in text.split("\n")) and len(text.split("\n")) > 2
     assert r"$\lambda_1$" in text and r"$\frac{(d-3)\,k_1 - (d-1)\,k_0}{2}$" in text and "`" not in text
     assert plot_prose(r"$x \le y$ and `a$b`") == r"x <= y and a\$b"      # mathtext reads no \le; a name's $ stays text
+
+
+def test_summary_labels_never_overlap_and_nothing_is_drawn_outside_the_axes():
+    """44 checks with one- to three-line names (the quick suite's count): every tick label keeps to its own
+    row, the page stays A4, and a one-sided interval lying wholly beyond the axis draws no bar or arrow out
+    there (seen in the quick suite's summary: metastability's bound at z ~ 12)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from sssn_verify.report import _summary_figure
+    words = "drift and diffusion of $\\rho$ against the exact layer's generator at the edge".split()
+    checks = [_check(" ".join(words[: 3 + (i * 7) % len(words)] * (1 + i % 3)), 1.0 + 0.01 * i, 0.01, 1.0)
+              for i in range(43)]
+    far = _check("beyond the axis, one-sided", 1.12, 0.01, 1.0)
+    far = CheckResult(**{**far.__dict__, "ci": (1.12 - 1.645 * 0.01, float("inf")), "alternative": "greater"})
+    suite = SuiteResult([ClaimResult("claim", "T", "s", "s", checks + [far], "quick", 0, 0.999, 1.0)],
+                        "quick", 0, 0.01, 1.0, 2)
+    rows = standardized_rows(suite)
+    assert rows[-1]["alternative"] != "two-sided" and rows[-1]["lo"] > 8
+    fig = _summary_figure(plt, np, suite)
+    try:
+        assert tuple(fig.get_size_inches()) == (8.27, 11.69)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        boxes = sorted((t.get_window_extent(renderer) for t in ax.get_yticklabels()), key=lambda b: b.y0)
+        assert len(boxes) == 44
+        for low, high in zip(boxes, boxes[1:]):
+            assert low.y1 <= high.y0 + 0.5, (low, high)
+        frame = ax.get_window_extent(renderer)
+        for artist in ax.lines + ax.texts:
+            box = artist.get_window_extent(renderer)
+            assert frame.x0 - 6 <= box.x0 and box.x1 <= frame.x1 + 6, artist
+    finally:
+        plt.close(fig)
