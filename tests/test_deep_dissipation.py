@@ -35,6 +35,12 @@ PIN = ["--d", "6", "--sigma-w", "1", "--sigma-b", "0.5", "--sigma-a", "1", "--ac
        "--hidden", "relu 1 0.5"]
 
 
+def _lambda_bar(hidden=()) -> float:
+    """The claim's lambda_bar at CONFIG's block with the hidden stack `hidden` (() : its first layer alone)."""
+    act, d, sw, sb, sa, beta = CONFIG[1:7]
+    return derived_formula().lambda_bar(kernel(act, sw, sb, sa, hidden=hidden), d, beta)
+
+
 def _relu_relu_constants(sw, sb, sa, w2, b2):
     """k0, k1 of relu -> relu by the NNGP recursion with E relu(U)^2 = S/2, E relu'(U)^2 = 1/2 (U ~ N(0, S))."""
     S2 = w2 ** 2 * (sw ** 2 + sb ** 2) / 2 + b2 ** 2
@@ -66,8 +72,8 @@ def test_a_deep_point_passes_at_a_tiny_budget(deep_run):
     assert sharp.min_detectable is None and sharp.details["power_basis"] == "no point states a power"
     assert all("zero variance" in p["power_note"] for p in sharp.details["points"])
     # judged against the deep block's lambda_bar (attained at rho = -1 here), not the first layer's
-    deep = derived_formula().lambda_bar(*CONFIG[1:7], hidden_stack(QUAD))
-    one = derived_formula().lambda_bar(*CONFIG[1:7])
+    deep = _lambda_bar(hidden_stack(QUAD))
+    one = _lambda_bar()
     assert sharp.expected == deep and abs(deep - one) > 0.05 * abs(deep)
 
 
@@ -76,7 +82,7 @@ def test_a_deep_point_rejects_5_percent_and_the_first_layers_rate(deep_run):
     lambda_bar of the block's first layer (a formula that ignores the hidden stack)."""
     f = derived_formula()
     for mutant in (replace(f, lambda_bar=lambda *a: 1.05 * f.lambda_bar(*a)),
-                   replace(f, lambda_bar=lambda a, d, sw, sb, sa, beta, *deep: f.lambda_bar(a, d, sw, sb, sa, beta))):
+                   replace(f, lambda_bar=lambda kf, d, beta: _lambda_bar())):
         r = run_example("dissipation", "quick", SEED, CONFIG, BUDGET, formula=mutant)
         assert not r.checks[0].passed and not r.passed
 
@@ -109,5 +115,6 @@ def test_regime_hidden_lambda_bar_is_the_claims_formula(capsys):
     assert main(["regime", *args]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["hidden"] == QUAD and out["lambda_bar_argmax"] == -1.0
-    assert out["lambda_bar"] == derived_formula().lambda_bar("tanh", 8, 1.0, 1.0, 1.0, 2.0, hidden_stack(QUAD))
+    assert out["lambda_bar"] == derived_formula().lambda_bar(kernel("tanh", 1.0, 1.0, 1.0, hidden=hidden_stack(QUAD)),
+                                                             8, 2.0)
     assert out["k0"] == kernel("tanh", 1.0, 1.0, 1.0, hidden=hidden_stack(QUAD)).k0

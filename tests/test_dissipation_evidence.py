@@ -104,11 +104,7 @@ def test_dissipation_claim_accepts_the_derived_rate_over_seeds():
 def test_dissipation_claim_rejects_edge_shifted_and_two_percent_wrong_rates():
     f = derived_formula()
 
-    def edge_value(a, d, sw, sb, sa, beta):
-        kf = independent_kernel(a, sw, sb, sa)
-        return f.edge(d, kf.k0, kf.k1)
-
-    edge = replace(f, lambda_bar=edge_value)
+    edge = replace(f, lambda_bar=lambda kf, d, beta: f.edge(d, kf.k0, kf.k1))
     mutants = {"edge value": edge,
                "+1": replace(f, lambda_bar=lambda *a: f.lambda_bar(*a) + 1),
                "+3": replace(f, lambda_bar=lambda *a: f.lambda_bar(*a) + 3),

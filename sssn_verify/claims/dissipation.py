@@ -4,9 +4,10 @@
     E[E_beta(mu_t)] <= exp((lambda_bar + C_att) t) E[E_beta(mu_0)].
 
 Every check compares the formula with the *dynamics* (``numeric.layer_rates``), never with the
-derivation: one exact layer of the Gaussian transformer (m = infinity; kernel K by quadrature for the
-deterministic evidence, the model's own field for the Monte Carlo).  A deep MLP block is one more K
-(its kernel composed layer by layer): explored configurations end with its hidden stack.
+derivation: one exact layer of a field model (the Gaussian transformer, or the models of ``budget["models"]``
+among ``MODELS_APPLY``'s), the formula read off the model's kernel (by quadrature for the Gaussian
+transformer's deterministic evidence, the model's own field for the Monte Carlo).  A deep MLP block is
+one more K (its kernel composed layer by layer): explored configurations end with its hidden stack.
 
 More (moved from this docstring): docs/modules.md, ``sssn_verify.claims.dissipation``.
 """
@@ -22,10 +23,12 @@ import sympy as sp
 
 from ..bridge import function
 from ..numeric.attention import Attention
+from ..numeric.experiments import model_kernel
 from ..numeric.kernels import kernel as numeric_kernel
 from ..numeric.layer_rates import edge_ratio, quadrature_kernel, rate_estimate, sup_ratio, two_tokens
-from ..numeric.rates import c_att, lambda_bar
+from ..numeric.rates import c_att, lambda_bar, lambda_bar_from_kernel
 from ..numeric.rng import as_key
+from ..params import ModelParams
 from ..stats import agreement_test, deterministic_check
 from ..symbolic.dissipation import edge_rate
 from ..strategies import HIDDEN_STACKS, NO_HIDDEN, claim_configs, hidden_stack
@@ -53,10 +56,15 @@ DOMAIN = claim_configs(model=("gaussian",), activation=("relu", "tanh", "gelu", 
                        hidden=HIDDEN_STACKS)
 
 
+# the models the statement applies to (budget["models"] picks among them; by default each configuration's own):
+# layers whose noise is the Gaussian field of a kernel K (lambda_bar is a function of K, d and beta alone)
+MODELS_APPLY = {"field": True, "unit": "layer"}
+
+
 @dataclass(frozen=True)
 class DissipationFormula:
-    # (activation, d, sw, sb, sa, beta[, hidden]): `hidden` (ModelParams.hidden) is passed for a deep block only,
-    # so a formula written for one-layer blocks still runs there
+    # lambda_bar(kernel, d, beta): `kernel` the model's K (k0, k1 and the stable gap k0 - K(1 - u);
+    # ``experiments.model_kernel``: a deep block's is its composed kernel)
     lambda_bar: Callable[..., float]
     c_att: Callable[[float, np.ndarray, np.ndarray, np.ndarray], float]
     edge: Callable[[float, float, float], float]
@@ -68,8 +76,7 @@ def _edge_fn():
 
 
 def derived_formula() -> DissipationFormula:
-    return DissipationFormula(lambda a, d, sw, sb, sa, beta, hidden=(): lambda_bar(a, d, sw, sb, sa, beta,
-                                                                                   hidden=hidden)[0],
+    return DissipationFormula(lambda kernel, d, beta: lambda_bar_from_kernel(kernel, d, beta)[0],
                               c_att, lambda d, k0, k1: _edge_fn()(d, k0, k1))
 
 
@@ -100,41 +107,48 @@ def check(formula: DissipationFormula, budget: dict, seed: int, level: float):
     cfgs = configs(budget, CONFIGS)
     det, sharp, bound = [], [], []
     # explored configurations end with their hidden stack; the anchors and older configurations are one-layer
-    for i, (model, act, d, sw, sb, sa, beta, V, *deep) in enumerate(cfgs):
+    for i, (own, act, d, sw, sb, sa, beta, V, *deep) in enumerate(cfgs):
         text = deep[0] if deep else NO_HIDDEN
         stack = hidden_stack(text)
-        tag = f"{act} d={d} sw={sw:g} sb={sb:g} sa={sa:g}" + (f" then {text}" if stack else "") + f" beta={beta:g}"
-        kf = independent_kernel(act, sw, sb, sa, stack)
-        if not math.isfinite(kf.k1):
-            continue
-        sup, arg, err = sup_ratio(kf, d, beta)
-        lam = float(formula.lambda_bar(act, d, sw, sb, sa, beta, *((stack,) if stack else ())))
-        det.append(deterministic_check(f"{tag}: lambda_bar = sup of the layer's Lf/f (argmax rho {arg:.6g})", lam,
-                                       sup, tol=2 * err + 1e-12 * (1 + abs(sup)), error=err,
-                                       method="generator of one exact Gaussian layer (second differences)",
-                                       details={"argmax_rho": arg}))
-        edge, eerr = edge_ratio(kf, d, beta)
-        det.append(deterministic_check(f"{tag}: edge value = lim_(rho->1) of the layer's Lf/f",
-                                       float(formula.edge(d, kf.k0, kf.k1)), edge,
-                                       tol=2 * eerr + 1e-12 * (1 + abs(edge)), error=eerr,
-                                       method="generator of one exact Gaussian layer at u = 1e-14"))
-        u0 = EDGE_START if arg >= 1.0 else 1.0 - arg
-        mkf = numeric_kernel(act, sw, sb, sa, hidden=stack)     # the Monte Carlo samples the model's own field
-        m, se, n = rate_estimate(two_tokens(d, u0), mkf, beta, int(budget["paths"]),
-                               as_key(seed, "sharp", i))
-        sharp.append(agreement_test(f"{tag}: initial rate of E f(rho_t) from rho0 = {1 - u0:.10g}", m, se, lam,
-                                    level=level, n=n, seed=seed,
-                                    method="exact layers, antithetic, Richardson over delta/1,2,4, "
-                                           "cross-fitted control variates"))
-        ca = float(formula.c_att(beta, np.eye(d), np.eye(d), V * np.eye(d)))
-        att = _attention(d, beta, V)
-        for name, X0 in starts(BOUND_TOKENS, d, as_key(seed, "bound", i)).items():
-            mb, seb, nb = rate_estimate(X0, mkf, beta, int(budget["paths_bound"]),
-                                        as_key(seed, "bound", i, name), attention=att)
-            bound.append(agreement_test(f"{tag} V={V:g} I: {name} start, rate of E E_beta <= lambda_bar + C_att",
-                                        mb, seb, lam + ca, level=level, n=nb, seed=seed, alternative="greater",
-                                        method="exact layers, antithetic, Richardson over delta/1,2,4",
-                                        details={"c_att": ca}))
+        for model in tuple(budget.get("models", (own,))):
+            # a model other than the configuration's own runs on its own streams
+            other = () if model == own else (model,)
+            tag = (f"{act} d={d} sw={sw:g} sb={sb:g} sa={sa:g}" + (f" then {text}" if stack else "") + f" beta={beta:g}"
+                   + (f" ({model})" if other else ""))
+            # the model's own kernel: what its layers sample, what the formula reads
+            mkf = model_kernel(model, ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa,
+                                                  hidden=stack))
+            kf = independent_kernel(act, sw, sb, sa, stack) if model == "gaussian" else mkf
+            if not math.isfinite(kf.k1):
+                continue
+            sup, arg, err = sup_ratio(kf, d, beta)
+            lam = float(formula.lambda_bar(mkf, d, beta))
+            det.append(deterministic_check(f"{tag}: lambda_bar = sup of the layer's Lf/f (argmax rho {arg:.6g})",
+                                           lam, sup, tol=2 * err + 1e-12 * (1 + abs(sup)), error=err,
+                                           method="generator of one exact Gaussian layer (second differences)",
+                                           details={"argmax_rho": arg}))
+            edge, eerr = edge_ratio(kf, d, beta)
+            det.append(deterministic_check(f"{tag}: edge value = lim_(rho->1) of the layer's Lf/f",
+                                           float(formula.edge(d, kf.k0, kf.k1)), edge,
+                                           tol=2 * eerr + 1e-12 * (1 + abs(edge)), error=eerr,
+                                           method="generator of one exact Gaussian layer at u = 1e-14"))
+            u0 = EDGE_START if arg >= 1.0 else 1.0 - arg
+            m, se, n = rate_estimate(two_tokens(d, u0), mkf, beta, int(budget["paths"]),
+                                     as_key(seed, "sharp", i, *other), model=model)
+            sharp.append(agreement_test(f"{tag}: initial rate of E f(rho_t) from rho0 = {1 - u0:.10g}", m, se,
+                                        lam, level=level, n=n, seed=seed,
+                                        method="exact layers, antithetic, Richardson over delta/1,2,4, "
+                                               "cross-fitted control variates"))
+            ca = float(formula.c_att(beta, np.eye(d), np.eye(d), V * np.eye(d)))
+            att = _attention(d, beta, V)
+            for name, X0 in starts(BOUND_TOKENS, d, as_key(seed, "bound", i)).items():
+                mb, seb, nb = rate_estimate(X0, mkf, beta, int(budget["paths_bound"]),
+                                            as_key(seed, "bound", i, name, *other), attention=att, model=model)
+                bound.append(agreement_test(f"{tag} V={V:g} I: {name} start, rate of E E_beta <= lambda_bar + "
+                                            f"C_att", mb, seb, lam + ca, level=level, n=nb, seed=seed,
+                                            alternative="greater",
+                                            method="exact layers, antithetic, Richardson over delta/1,2,4",
+                                            details={"c_att": ca}))
     checks = [all_deterministic(r"$\bar\lambda$ and the edge value against the generator of one exact Gaussian "
                                 r"layer", det,
                                 method="deterministic (layer map second differences, quadrature kernel)")]
