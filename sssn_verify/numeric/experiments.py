@@ -89,13 +89,13 @@ def block_counts(n_paths: int) -> np.ndarray:
 
 
 def cross_fit(values: np.ndarray, controls: np.ndarray) -> np.ndarray:
-    """values minus the mean-zero `controls` (P, c) times least-squares coefficients fitted on the
-    *other* half of the paths (even/odd): each half's coefficients are independent of the half they
-    correct, so the mean stays unbiased; the variance drops by the controls' share."""
+    """values (P,) or (P, k) minus the mean-zero `controls` (P, c) times least-squares coefficients fitted on
+    the *other* half of the paths (even/odd), per column: each half's coefficients are independent of the
+    half they correct, so the mean stays unbiased; the variance drops by the controls' share."""
     adj = np.empty_like(values)
-    halves = (np.arange(values.size) % 2 == 0, np.arange(values.size) % 2 == 1)
+    halves = (np.arange(values.shape[0]) % 2 == 0, np.arange(values.shape[0]) % 2 == 1)
     for this, other in (halves, halves[::-1]):
-        coef, *_ = np.linalg.lstsq(controls[other], values[other] - values[other].mean(), rcond=None)
+        coef, *_ = np.linalg.lstsq(controls[other], values[other] - values[other].mean(axis=0), rcond=None)
         adj[this] = values[this] - controls[this] @ coef
     return adj
 
@@ -321,7 +321,7 @@ def tangent_layer(model: str, params, h: float, n_paths: int, key, *, n_vectors:
 
 # ------------------------------------------------------------------ one layer of N tokens: a functional's rate
 FUNCTIONALS = {"energy": 0, "linear": 1, "quadratic": 2, "log_distance": 3, "projective_energy": 4,
-               "projective_log_distance": 5}
+               "projective_log_distance": 5, "overlap": 6, "overlap_squared": 7}
 #: the functionals whose rate is a log-rate (A_l divided by F(X0))
 LOG_RATE_KINDS = (0, 4)
 N_CONTROLS = 9
@@ -362,9 +362,15 @@ def functional(X, kind, beta, avec):
     """kind 0: ``energy``; 1: (1/N) sum_i <a, x_i>; 2: (1/N) sum_i <a, x_i>^2 (the SPDE's test functions);
     3: log |x_0 - x_1| (the log-distance of the first two tokens); 4: the projective energy
     sum_{i<j} (1 - rho_ij^2); 5: log sin(theta) = (1/2) log(1 - rho^2) of the first two tokens (theta their
-    projective distance); 1 - rho^2 is formed as (1 - rho)(1 + rho) from the chords."""
+    projective distance); 1 - rho^2 is formed as (1 - rho)(1 + rho) from the chords; 6: the overlap rho = <x_0, x_1>
+    of the first two tokens; 7: rho^2 (with 6 on the same paths: the squared increment of rho, claim ``two_point``)."""
     if kind == 0:
         return energy(X, beta)
+    if kind == 6 or kind == 7:
+        r = 0.0
+        for c in range(X.shape[1]):
+            r += X[0, c] * X[1, c]
+        return r if kind == 6 else r * r
     if kind == 4:
         tot = 0.0
         for i in range(X.shape[0]):
@@ -413,11 +419,11 @@ def pair_controls(W, g, k0, out):
             out[6 + grp] += z0 * z1
 
 
-def pair_block(b, P, states, X0, hs, kind, beta, avec, consts, ctable, ck0, att, rtol, out, cv, status):
-    """Block b of the pair experiment (bound to a field model by ``driver.compiled``): per path and level
-    l, A_l = (F(X'_+) + F(X'_-) - 2 F(X0)) / (2 h_l norm) for the layer X0 -> X'_+- driven by +-sqrt(h_l) W,
-    W the model's noise at its evaluation points (the same normals at every level; drawn once when the
-    points do not depend on the step), norm = F(X0) for the energies (kinds 0 and 4: a log-rate), else 1.
+def pair_block(b, P, states, X0, hs, kinds, beta, avec, consts, ctable, ck0, att, rtol, out, cv, status):
+    """Block b of the pair experiment (bound to a field model by ``driver.compiled``): per path, level l and
+    functional F of `kinds`, A_l = (F(X'_+) + F(X'_-) - 2 F(X0)) / (2 h_l norm) for the layer X0 -> X'_+- driven
+    by +-sqrt(h_l) W, W the model's noise at its evaluation points (the same normals at every level; drawn once
+    when the points do not depend on the step), norm = F(X0) for the energies (kinds 0 and 4: a log-rate), else 1.
     The controls (two tokens, field models only: cv has rows) whiten W by the kernel table `ctable`, k0 `ck0`."""
     n, d = X0.shape
     E = np.empty((n, d))
@@ -426,8 +432,13 @@ def pair_block(b, P, states, X0, hs, kind, beta, avec, consts, ctable, ck0, att,
     Xn = np.empty((n, d))
     aw = attention_work(n, d, att)
     w = model_work(n, d, consts)  # noqa: F821 (bound in the generated module)
-    e0 = functional(X0, kind, beta, avec)
-    norm = e0 if kind == 0 or kind == 4 else 1.0
+    nk = kinds.shape[0]
+    e0 = np.empty(nk)
+    norm = np.empty(nk)
+    acc = np.empty(nk)
+    for q in range(nk):
+        e0[q] = functional(X0, kinds[q], beta, avec)
+        norm[q] = e0[q] if kinds[q] == 0 or kinds[q] == 4 else 1.0
     nl = hs.shape[0]
     g = 0.0
     st = rng_state(states[b])
@@ -441,7 +452,8 @@ def pair_block(b, P, states, X0, hs, kind, beta, avec, consts, ctable, ck0, att,
                     st[0] = saved                      # the same normals at every level
                     code = model_noise(st, E, consts, w, W, rtol)  # noqa: F821
             sq = math.sqrt(hs[lv])
-            acc = -2.0 * e0
+            for q in range(nk):
+                acc[q] = -2.0 * e0[q]
             for sgn in (1.0, -1.0):                    # antithetic pair +-W
                 if code != STATUS_OK:
                     break
@@ -450,24 +462,27 @@ def pair_block(b, P, states, X0, hs, kind, beta, avec, consts, ctable, ck0, att,
                         Xn[i, c] = X0[i, c]
                         Ws[i, c] = sgn * sq * W[i, c]
                 code = model_advance(Xn, E, Ws, hs[lv], consts, att, aw, w)  # noqa: F821
-                acc += functional(Xn, kind, beta, avec)
-            if code != STATUS_OK:
-                status[p] = code
-                out[p, lv] = np.nan
-            else:
-                out[p, lv] = acc / (2.0 * hs[lv] * norm)
+                for q in range(nk):
+                    acc[q] += functional(Xn, kinds[q], beta, avec)
+            for q in range(nk):
+                if code != STATUS_OK:
+                    status[p] = code
+                    out[p, lv, q] = np.nan
+                else:
+                    out[p, lv, q] = acc[q] / (2.0 * hs[lv] * norm[q])
         if cv.shape[0] > 0 and code == STATUS_OK:
             if p == b * BLOCK:                         # E is deterministic: the same at every path
                 g = table_gap(ctable, half_sq_dist(E[0], E[1]))
             pair_controls(W, g, ck0, cv[p])
 
 
-def pair_layer(model: str, consts, X0, functional_kind: str, n_paths: int, key, h: float, *, levels: int = 3,
+def pair_layer(model: str, consts, X0, functional_kind, n_paths: int, key, h: float, *, levels: int = 3,
                beta: float = 0.0, a=None, attention=None):
     """(per-path A_l at steps h/2^l (P, levels), per-path controls (P, N_CONTROLS) for two tokens of a field
     model, else (0, N_CONTROLS)) of one layer of the model `model` with constants `consts` (a field model's
     FieldConsts, or a ``numeric.kernels`` kernel: table, k0, k1; another model's own prepared constants,
-    e.g. ``rqf``'s) from the tokens X0; see :func:`pair_block`."""
+    e.g. ``rqf``'s) from the tokens X0; see :func:`pair_block`.  A tuple of functionals gives A of each on the
+    same paths, (P, levels, len(functional_kind))."""
     from ..errors import ParameterError, SimulationError
     from .attention import Attention
     from .driver import compiled
@@ -487,20 +502,22 @@ def pair_layer(model: str, consts, X0, functional_kind: str, n_paths: int, key, 
     ctable, ck0 = (consts.table, consts.k0) if field else (np.zeros(5), 0.0)
     P = int(n_paths)
     nb = block_counts(P).size
-    out = np.empty((P, levels))
+    several = not isinstance(functional_kind, str)
+    kinds = np.array([FUNCTIONALS[k] for k in (functional_kind if several else (functional_kind,))], np.int64)
+    out = np.empty((P, levels, kinds.size))
     cv = np.zeros((P if n == 2 and field else 0, N_CONTROLS))
     status = np.zeros(P, np.int64)
     avec = np.zeros(d) if a is None else np.ascontiguousarray(a, dtype=float)
     kern = compiled(pair_block, MODELS[model])
-    states, hs, kind = as_key(key).path_states(nb), h * 2.0 ** -np.arange(levels), FUNCTIONALS[functional_kind]
+    states, hs = as_key(key).path_states(nb), h * 2.0 ** -np.arange(levels)
 
     def call(a, b):            # blocks a..b-1: their states, their paths' rows (counted from block a)
         r = a * BLOCK
-        kern(b - a, P - r, states[a:b], X0, hs, kind, float(beta), avec, consts, ctable, float(ck0), attention,
+        kern(b - a, P - r, states[a:b], X0, hs, kinds, float(beta), avec, consts, ctable, float(ck0), attention,
              1e-13, out[r:], cv[r:] if cv.shape[0] else cv, status[r:])
 
     run_sliced(call, nb)
     if np.any(status != STATUS_OK):
         raise SimulationError(f"{MODELS[model].label}: exact-layer rate, sampler status "
                               f"{int(status[status != STATUS_OK][0])}")
-    return out, cv
+    return (out if several else np.ascontiguousarray(out[:, :, 0])), cv
