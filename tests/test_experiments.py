@@ -145,6 +145,9 @@ SMALL = {
     "ito_drift": {"n_configs": 0, "n_one_step": 2, "one_step_paths": 200_000},
     "lyapunov_spectrum": {"n_configs": 2, "n_engine_configs": 0, "paths": 100_000},
     "spde_weak_form": {"n_configs": 2, "paths": 20_000},
+    "two_point": {"n_configs": 1, "samples": 20_000},
+    "dissipation": {"n_configs": 1, "paths": 20_000, "paths_bound": 2000},
+    "coercivity": {"n_activations": 1, "n_sigmas": 1, "n_mc": 2, "paths": 4000},
 }
 
 
@@ -164,4 +167,25 @@ def test_every_applicable_claim_runs_on_the_new_model_and_passes():
     # and the evidence has power there: lambda_1 with (d-2) k1 for (d-3) k1 is rejected on the new model
     bad = CLAIMS["lyapunov"].run("quick", 0, level=1 - 1e-4, budget={**SMALL["lyapunov"], "models": ("fixed_kernel",)},
                                  formula=lambda d, k0, k1: ((d - 2) * k1 - (d - 1) * k0) / 2)
+    assert not bad.passed
+
+
+def test_a_five_percent_error_in_the_two_point_diffusion_is_rejected_on_the_new_model():
+    """two_point on fixed_kernel (20k paths per overlap; a states min_detectable ~4 % there at this level): the squared
+    diffusion 2.1 (1 - rho^2)(k0 - rho K) for 2 (1 - rho^2)(k0 - rho K) is rejected at level 1 - 1e-4, the derived
+    one accepted, both read off the model's own kernel (K = sa^2 (rho + rho^3) / 2, not an activation's)."""
+    from dataclasses import replace
+    from sssn_verify.claims import CLAIMS
+    from sssn_verify.claims.two_point import derived_formula
+    f = derived_formula()
+    budget = {**SMALL["two_point"], "models": ("fixed_kernel",)}
+    good = CLAIMS["two_point"].run("quick", 0, level=1 - 1e-4, budget=budget)
+    (check,) = good.checks
+    a_points = [p for p in check.details["points"] if p["name"].startswith("a(")]
+    assert good.passed and len(a_points) == 3 and all(p["min_detectable"] < 0.05 for p in a_points)
+    sa = 1.0                                            # the configuration's sigma_a: K(-0.5) = -0.3125
+    assert [p for p in check.details["points"] if p["name"] == "b(-0.5) (fixed_kernel)"][0]["expected"] == \
+        pytest.approx(f.b(3, -0.5, sa ** 2, sa ** 2 * (-0.5 - 0.125) / 2), rel=1e-12)
+    bad = CLAIMS["two_point"].run("quick", 0, level=1 - 1e-4, budget=budget,
+                                  formula=replace(f, a=lambda *x: 1.05 * f.a(*x)))
     assert not bad.passed
