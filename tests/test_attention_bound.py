@@ -149,3 +149,27 @@ def test_attention_bound_claim_on_drawn_configurations():
         assert claim.run("quick", 0, budget={"configs": [config]}).passed
 
     run()
+
+
+def test_the_bound_check_reaches_the_bound_and_states_the_beta_terms_power():
+    """The search (the claim's token sets, clusters in small caps, a hill climb, every 1 - rho >= GAP_FLOOR) attains
+    C_att to within 1e-7 at beta = 0 (V = v I and a tight cluster), so a C_att too small by a uniform relative 1e-7
+    is rejected; an error confined to the beta term is rejected from its stated beta_term_min_detectable on (a
+    deterministic statement: just above rejected, half of it not), and below that the wrong formula is still an
+    upper bound at every configuration searched."""
+    from dataclasses import replace
+    claim = get_claim("attention_bound")
+    f = claim.formula()
+    for seed in (0, 1):
+        res = claim.run("quick", seed)
+        bound = res.checks[0]
+        assert res.passed and bound.min_detectable < 1e-7 and bound.estimate <= 1 + 1e-9, bound.min_detectable
+        assert [c["beta"] for c in bound.details["per_configuration"] if c["largest_ratio_over_C"] > 1 - 1e-6] == [0.0]
+        m = bound.details["beta_term_min_detectable"]
+        assert 0 < m < 0.5, m
+
+        def beta_scaled(k):
+            return replace(f, pair=lambda b, Q, K, V: f.pair(0.0, Q, K, V) + k * (f.pair(b, Q, K, V)
+                                                                                  - f.pair(0.0, Q, K, V)))
+        assert not claim.run("quick", seed, formula=beta_scaled(1 - 1.01 * m)).checks[0].passed
+        assert claim.run("quick", seed, formula=beta_scaled(1 - 0.5 * m)).checks[0].passed
