@@ -4,8 +4,8 @@ The estimator takes every layer's increment of log|V| as one sample (i.i.d. by i
 O(delta^2) remainder after Richardson shrinks with delta = T/L at no cost); the allowance for that remainder is the
 measured 0.03 %, so the stated power is nearly all sampling error.  Here: the increments are uncorrelated and
 their variance is that of blocks of layers; and an error of exactly the stated min_detectable, injected into
-sigma^2 = k0 + k1, is rejected about 9 times in 10 over seeds (a cheap one-configuration budget), while the derived
-formula passes.
+sigma^2 = k0 + k1, is rejected about 9 times in 10 over 40 seeds (a cheap one-configuration budget; measured
+over seeds 1-60: 48 and 54 rejections, no false alarm), while the derived formula passes.
 """
 import math
 
@@ -37,9 +37,9 @@ def test_per_layer_increments_are_uncorrelated_and_have_the_block_variance():
     assert s1 < 0.8 * s50                                       # the per-layer estimate is the sharper one
 
 
-#: one configuration (ReLU d = 5, Gaussian transformer), 2000 paths: ~0.1 s a seed
+#: one configuration (ReLU d = 5, Gaussian transformer), 2000 paths: ~0.3 CPU s a seed (three formulas, one run)
 ONE = {"n_configs": 1, "paths": 2000}
-SEEDS = range(1, 61)
+SEEDS = range(1, 41)
 
 
 def _window(n: int, tail: float = 0.002) -> tuple[int, int]:
@@ -68,7 +68,7 @@ def test_an_error_of_the_stated_power_is_rejected_about_nine_times_in_ten():
             rejected[sign] += not claim.run("quick", s, budget=ONE,
                                             formula=lambda k0, k1, k=1 + sign * m: k * f(k0, k1)).passed
     assert all(lo <= r <= hi for r in rejected.values()), (rejected, (lo, hi), m)
-    assert false_alarms <= 1, false_alarms            # level 0.999: P(2 or more of 60) = 0.0017
+    assert false_alarms <= 1, false_alarms            # level 0.999: P(2 or more of 40) = 0.0008
 
 
 @pytest.mark.parametrize("seed", [0])
