@@ -54,8 +54,8 @@ def test_acceptance_region_is_the_issues_window_at_100_seeds():
     assert stats.binom(100, 0.7).cdf(79) > 0.98 and stats.binom(100, 0.995).sf(97) > 0.98
 
 
-#: (claim, seeds per sign): the cheapest cases, about 55 CPU seconds in all (benchmark, 100 seeds per sign: kernel 4 s,
-#: ito_drift 5 s, two_point 5 s, lyapunov_spectrum 21 s, spde_weak_form 28 s; lyapunov is tests/test_stated_power.py's)
+#: (claim, seeds per sign): the cheapest cases, about 70 CPU seconds in all (benchmark, 100 seeds per sign: kernel 4 s,
+#: ito_drift 5 s, two_point 20 s, lyapunov_spectrum 21 s, spde_weak_form 28 s; lyapunov is tests/test_stated_power.py's)
 CI_CASES = [("kernel", 100), ("ito_drift", 100), ("two_point", 100), ("lyapunov_spectrum", 100),
             ("spde_weak_form", 60)]
 
