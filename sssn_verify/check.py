@@ -171,8 +171,9 @@ class Candidate:
                                  f"at {shown}")
         if max_log_magnitude(self.expr, point) > _EXACT_MAGNITUDE:   # sympy's N would not end
             return 0.0 if sign == 0 else math.copysign(math.exp(L), sign)
-        subs = {s: values[s.name] for s in self.expr.free_symbols}
-        val = complex(sp.N(self.expr.subs(subs), 17))
+        # xreplace: the symbols by their Floats in one rebuild of the tree (subs, which also matches
+        # subexpressions, took ~10 ms per point on the ReLU kernel's closed form, this ~1 ms)
+        val = complex(sp.N(self.expr.xreplace({s: sp.Float(values[s.name]) for s in self.expr.free_symbols}), 17))
         if not (math.isfinite(val.real) and math.isfinite(val.imag)):
             raise CandidateError(f"candidate {self.text!r} is infinite or undefined at {shown}")
         if abs(val.imag) > 1e-12 * max(1.0, abs(val.real)):

@@ -206,6 +206,18 @@ def _number(x: sp.Expr, shape) -> Pair:
 
 
 def _eval(e: sp.Basic, env) -> Pair:
+    """The pair of `e` at the points of `env`; with ``env["__memo__"]`` (a dict) each distinct
+    subexpression is evaluated once (a pair depends on the subexpression and the points only)."""
+    memo = env.get("__memo__")
+    if memo is None:
+        return _eval_node(e, env)
+    out = memo.get(e)
+    if out is None:
+        out = memo[e] = _eval_node(e, env)
+    return out
+
+
+def _eval_node(e: sp.Basic, env) -> Pair:
     shape = env["__shape__"].shape
     if e.is_Number or e in (sp.pi, sp.E, sp.EulerGamma):
         if e in (sp.nan, sp.zoo):
@@ -288,14 +300,23 @@ def log_magnitude(expr: sp.Basic, point: Mapping[str, "float | np.ndarray"] | No
                   bounds: bool = True) -> Pair:
     """(sign, log|value|) of `expr` at `point` (symbol name -> float or array; broadcast).  With
     `bounds` False a value known only by its bound (sin or cos of a phase beyond 2^53) is nan."""
+    env = _env(point, bounds)
+    with np.errstate(all="ignore"):
+        return _eval(sp.sympify(expr) if not isinstance(expr, sp.Basic) else expr, env)
+
+
+def _env(point, bounds: bool = True, memo: dict | None = None) -> dict:
+    """The evaluation environment of `point`: its arrays, their broadcast shape, the sign given to a
+    lost phase, and an optional memo of the pairs already evaluated at these points."""
     point = dict(point or {})
     arrays = [np.asarray(v, dtype=float) for v in point.values()]
     shape = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
     env = {k: np.asarray(v, dtype=float) for k, v in point.items()}
     env["__shape__"] = np.zeros(shape)
     env["__lost__"] = 1.0 if bounds else np.nan
-    with np.errstate(all="ignore"):
-        return _eval(sp.sympify(expr) if not isinstance(expr, sp.Basic) else expr, env)
+    if memo is not None:
+        env["__memo__"] = memo
+    return env
 
 
 def repair_overflow(expr: sp.Basic, name: str, x: np.ndarray, vals: np.ndarray) -> np.ndarray:
@@ -318,10 +339,12 @@ def max_log_magnitude(expr: sp.Basic, point: Mapping[str, float] | None = None) 
     """The largest |log| magnitude of any subexpression of `expr` at `point` (+inf if one is
     beyond the double range or undefined): below ~700, sympy/mpmath evaluate it quickly."""
     worst = 0.0
+    env = _env(point, memo={})          # one pass: a subexpression's pair is its parent's operand
     for node in sp.preorder_traversal(expr):
         if not isinstance(node, sp.Expr) or node.is_Atom:
             continue
-        s, L = log_magnitude(node, point)
+        with np.errstate(all="ignore"):
+            s, L = _eval(node, env)
         s, L = np.asarray(s), np.asarray(L)
         if np.any(np.isnan(s)):
             return math.inf
