@@ -498,7 +498,7 @@ def numba_functions(kind: str, key: str, names: tuple[str, ...], build: Callable
     from that tree, and `build` is not called: a warm process prints nothing and imports no sympy.
     Anything else is printed afresh, rewritten and run from the fresh text (:func:`load_module`)."""
     path = outputs.cache_folder(kind) / f"{key}.py"
-    module_name, label = f"sssn_verify_{kind}_{key}", f"{kind}/{key}"
+    label = f"{kind}/{key}"
     head = f"{_HEADER}# fingerprint {fingerprint()}\n"
     text = _read_cached(path)
     if text is not None and text.startswith(head):
@@ -508,7 +508,7 @@ def numba_functions(kind: str, key: str, names: tuple[str, ...], build: Callable
             tree = None                   # not ours (or older): printed afresh below
         if tree is not None:
             outputs.numba_cache_dir()     # every numba cache folder checked before numba loads from it
-            return _new_module(path, compile(tree, str(path), "exec"), module_name)
+            return _new_module(path, compile(tree, str(path), "exec"), _module_name(kind, text))
     functions = tuple(build())
     if tuple(fname for fname, _, _ in functions) != tuple(names):
         raise DerivationError(f"bridge: {label} builds {[f for f, _, _ in functions]}, not {list(names)}")
@@ -519,7 +519,14 @@ def numba_functions(kind: str, key: str, names: tuple[str, ...], build: Callable
         modules |= mods
     source = (head + "".join(f"import {m}\n" for m in sorted(modules)) + "from numba import njit\n\n\n"
               + "\n\n".join(texts))
-    return load_module(path, source, module_name)
+    return load_module(path, source, _module_name(kind, source))
+
+
+def _module_name(kind: str, text: str) -> str:
+    """The ``sys.modules`` name of a :func:`numba_functions` module: keyed by its text, so that two keys
+    printing the same functions (``sin:3`` and ``sin(3*u)``) give one name, and the generated kernels
+    that call them (``driver.compiled``, whose source names the module) one kernel, compiled once."""
+    return f"sssn_verify_{kind}_{hashlib.sha256(text.encode()).hexdigest()[:20]}"
 
 
 def compile_expression(args, expr, flavor: str = "numpy") -> Callable:
