@@ -229,6 +229,11 @@ class FirstPassage:
     times (P,): passage times, ``inf`` for paths that had not passed by ``max_time``
     (right-censored); sigma2_hat: the pooled per-step variance of the log-distance
     increments over the step (used only by the Brownian-bridge monitoring correction).
+    layers (P,): the layers each path ran, N = the layer in which its passage was detected (the grid
+    or the bridge), else all of them: a stopping time of the layers; log_change (P,): log|x_1 - x_2|
+    after those N layers minus its start.  By Wald's identity E[log_change] = m E[N] with m the mean
+    log-distance increment of one layer while the increments are i.i.d. (the linear regime), which makes
+    ``log_change - m N`` a control variate of mean zero for the passage time (``claims.synchronization_time``).
     """
 
     model: str
@@ -241,6 +246,8 @@ class FirstPassage:
     seed: int
     times: np.ndarray
     sigma2_hat: float
+    layers: np.ndarray | None = None
+    log_change: np.ndarray | None = None
 
     @property
     def reached(self) -> np.ndarray:
@@ -294,6 +301,9 @@ def first_passage_times(params: ModelParams, eps0: float, eps: float, *, model: 
     X = np.broadcast_to(two_tokens(params.d, eps0), (P, 2, params.d)).copy()
     alive = np.arange(P)
     times = np.full(P, np.inf)
+    layers = np.full(P, total, dtype=np.int64)
+    log_change = np.zeros(P)
+    y_start = math.log(float(np.linalg.norm(X[0, 0] - X[0, 1])))
     inc_sum, inc_sq, inc_n = 0.0, 0.0, 0
     done, k = 0, 0
     while done < total and alive.size:
@@ -322,12 +332,15 @@ def first_passage_times(params: ModelParams, eps0: float, eps: float, *, model: 
         grid = yb <= b
         frac = np.where(grid, (ya - b) / np.where(grid, ya - yb, 1.0), 0.5)
         times[alive[rows]] = (done + j + frac) * step
+        layers[alive[rows]] = done + j + 1
+        log_change[alive[rows]] = yb - y_start
+        log_change[alive[~has]] = y[~has, -1] - y_start        # overwritten while the path runs on
         X[alive] = res.tokens
         alive = alive[~has]
         done += n
         k += 1
     return FirstPassage(model, params, eps0, eps, step, total * step, P, seed, times,
-                        float(s2) if inc_n else math.nan)
+                        float(s2) if inc_n else math.nan, layers, log_change)
 
 
 __all__ += ["FirstPassage", "first_passage_times", "two_tokens"]
