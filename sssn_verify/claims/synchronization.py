@@ -209,7 +209,9 @@ def check(formula, budget: dict, seed: int, level: float):
     return [combine(r"two nearby tokens: separation rate against $\lambda_1$, and its sign", parts, level,
                     method=f"z-tests, Bonferroni over {len(parts)}; the layers' step bias measured on one exact "
                            f"layer (Richardson over $h, h/2, h/4$) and removed",
-                    details={"figure": estimates_figure(labels, est, se, exp, r"log-separation rate $\frac{1}{T}\log\frac{|x_1 - x_2|_T}{|x_1 - x_2|_0}$ (step bias removed)")})]
+                    details={"figure": estimates_figure(
+                        labels, est, se, exp, r"log-separation rate $\frac{1}{T}\log\frac{|x_1 - x_2|_T}{|x_1 - x_2|_0}$ "
+                                              r"(step bias removed)")})]
 
 
 CLAIM = Claim(
@@ -224,7 +226,8 @@ CLAIM = Claim(
     level=0.999,
     tolerance=r"rate (step bias removed): $|E - \lambda_1| \le 0.002\,|\lambda_1| + 0.0005\,(k_0 + k_1)$, for what "
               r"the removal leaves: the Richardson remainder $O(h^3)$ (measured below $10^{-5}$ of $\lambda_1$ at the "
-              r"anchors' steps), the finite width's $O(h/m)$ and the distance's $O(\varepsilon)$; sign: exact (one-sided)",
+              r"anchors' steps), the finite width's $O(h/m)$ and the distance's $O(\varepsilon)$; sign: exact "
+              r"(one-sided)",
     budgets={"quick": {"n_configs": 3, "paths": 8_000, "depth": 100, "width": 64, "horizon": 1.0, "step_noise": 0.01,
                        "bias_paths": 4_000, "rel_tol": 0.002, "abs_tol": 0.0005},
              "full": {"n_configs": len(CONFIGS), "paths": 100_000, "depth": 200, "width": 128, "step_noise": 0.02,
