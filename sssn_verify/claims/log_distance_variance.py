@@ -4,28 +4,16 @@
 
 Checker: the engine's tangent flow (Benettin) of the Gaussian transformer, the SDE (projected
 Euler) and, in full mode, the finite-width transformer, noise only.  log|V_t| has independent
-stationary increments, layer by layer (isotropy: the law of a layer's Jacobian acting on a unit tangent
-vector does not depend on the state, and the noise is fresh every layer), so the pooled sample variance of
-the per-layer increments, divided by the step T/L, estimates sigma^2; its standard error is
-``sqrt((m4 - s^4)/n)`` (fourth central moment, n = paths x layers).  Every layer is its own block: for
-i.i.d. increments the relative variance of the estimate is (2 m + kappa)/(P L) with blocks of m layers
-(kappa the excess kurtosis of one layer's increment, near 0), so blocks of one layer give it at the least
-(50 blocks of 2 and 4 layers had 3.3 times the variance of the Richardson combination; measured at 20 000
-paths, depths 100 and 200, every configuration: the lag-1 correlation of the increments is 0 within its
-standard error, 3e-4 to 7e-4, and the per-layer variance agrees with that of 50 blocks).  The
-O(delta) time-step bias is removed by Richardson extrapolation over depths L and 2L:
-``2 v(2L) - v(L)`` (independent runs, so its stderr is ``sqrt(4 se(2L)^2 + se(L)^2)``).
-
-The horizon is short, T = HORIZON: with i.i.d. increments the estimate depends on T and L only through
-delta = T/L, and its precision only through P L, so a short horizon shrinks the O(delta^2) remainder at no
-cost.  Measured (per-layer variances, Richardson over L, 2L, the SDE with sin:3, k0 + k1 = 5, the largest
-remainder of the anchors): at T = 1 (delta = 0.01) +0.31 % +- 0.09 %, where the old allowance of 0.3 % came
-from; at T = 0.5 +0.10 % +- 0.08 %; at T = 0.25 -0.07 % +- 0.08 %; between delta = 0.02 and 0.01 it fell 9-fold
-(faster than delta^2).  With delta^2 as the bound, the remainder at T = 0.25 is at most (0.31 + 2 x 0.09) / 16 =
-0.03 % for that configuration, less for the others (at T = 1: ReLU -0.07 % +- 0.08 %, tanh -0.14 % +- 0.08 %,
-the finite-width transformer -0.1 % +- 0.2 %), so the z-test against k0 + k1 from ``numeric.kernels`` allows
-REL_TOL = 0.03 % for it (the tolerance counts twice in the stated power: 0.06 % of the 1 % target);
+stationary increments, layer by layer (isotropy, fresh noise), so the pooled sample variance of the
+per-layer increments, divided by the step T/L, estimates sigma^2 (standard error ``sqrt((m4 - s^4)/n)``,
+n = paths x layers).  The O(delta) time-step bias is removed by Richardson over depths L and 2L,
+``2 v(2L) - v(L)`` (independent runs).  The horizon is short, T = HORIZON: the estimate depends on
+delta = T/L only and its precision on P L, so a short horizon shrinks the O(delta^2) remainder for free;
+the z-test against k0 + k1 from ``numeric.kernels`` allows the measured remainder REL_TOL = 0.03 %;
 Bonferroni over the configurations.
+
+More (moved from this docstring, with the measurements): docs/modules.md,
+``sssn_verify.claims.log_distance_variance``.
 """
 from __future__ import annotations
 
