@@ -36,13 +36,19 @@ def test_one_layer_measures_the_runs_step_bias():
     assert abs(r["step_bias"]) > 10 * r["step_bias_stderr"], r
 
 
-def test_synchronization_rejects_an_error_just_above_its_stated_power():
-    claim = CLAIMS["synchronization"]
-    f = claim.formula()
-    res = claim.run("quick", 0, budget=SYNC_ONE)
+def _headline(name, budget):
+    """The claim, its derived formula, and the power summary of its run at seed 0 (which must pass on its
+    headline check)."""
+    claim = CLAIMS[name]
+    res = claim.run("quick", 0, budget=budget)
     p = res.power_summary()
-    m = p["min_detectable"]
-    assert res.passed and p["basis"] == "headline check" and 0.0 < m < 0.5, p
+    assert res.passed and p["basis"] == "headline check", p
+    return claim, claim.formula(), p, p["min_detectable"]
+
+
+def test_synchronization_rejects_an_error_just_above_its_stated_power():
+    claim, f, p, m = _headline("synchronization", SYNC_ONE)
+    assert 0.0 < m < 0.5, p
     for seed in SEEDS:
         assert claim.run("quick", seed, budget=SYNC_ONE).passed, seed
         for sign in (+1, -1):
@@ -69,13 +75,8 @@ def _time_mutant(f, factor):
 
 
 def test_synchronization_time_headline_is_the_mean_and_rejects_an_error_just_above_it():
-    claim = CLAIMS["synchronization_time"]
-    f = claim.formula()
-    res = claim.run("quick", 0, budget=TIME_FAST)
-    p = res.power_summary()
-    m = p["min_detectable"]
-    assert res.passed and p["basis"] == "headline check" and "mean of" in p["check"], p
-    assert 0.0 < m < 0.2, p
+    claim, f, p, m = _headline("synchronization_time", TIME_FAST)
+    assert "mean of" in p["check"] and 0.0 < m < 0.2, p
     for seed in SEEDS[:2]:
         assert claim.run("quick", seed, budget=TIME_FAST).passed, seed
         # the mean of tau is a / |lambda_1| (censoring negligible at relu d = 9): lambda_1 x 1/(1 -+ e) moves it by
