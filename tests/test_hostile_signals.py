@@ -11,8 +11,14 @@ ROOT = Path(__file__).resolve().parents[1]
 def _python(cwd, script, *args, timeout):
     """`python -c script args` in a fresh process (the package on its path, figures headless)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
-    return subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=cwd)
+    # a child that outlives the timeout dumps every thread's stack first, so the failure says where it hung
+    script = f"import faulthandler\nfaulthandler.dump_traceback_later({max(1, timeout - 20)})\n" + script
+    try:
+        return subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True, text=True,
+                              timeout=timeout, env=env, cwd=cwd)
+    except subprocess.TimeoutExpired as exc:
+        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        raise AssertionError(f"no exit within {timeout} s; the child's stderr ends with:\n{err[-4000:]}") from None
 
 SCRIPT = r"""
 import os, signal, sys, threading
@@ -27,6 +33,32 @@ def test_sigterm_gives_one_line_and_exit_143(tmp_path):
     assert res.returncode == 143, (res.returncode, res.stderr[-2000:])
     lines = res.stderr.strip().splitlines()
     assert lines[-1] == "sssn-verify: stopped by SIGTERM" and "Traceback" not in res.stderr, res.stderr
+
+
+SWALLOWED = r"""
+import os, signal, sys, threading, time
+import sssn_verify.cli as cli
+cli.LAST_RESORT_S = 2.0
+saved = cli._catch_signals()
+threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGTERM)).start()
+t0 = time.monotonic()
+while time.monotonic() - t0 < 60:          # code that swallows every exception, the signal's included
+    try:
+        time.sleep(0.05)
+    except BaseException:
+        pass
+sys.exit(0)
+"""
+
+
+def test_a_swallowed_sigterm_still_ends_the_run_with_its_line():
+    """If third-party code catches the SIGTERM's exception, the last resort ends the process anyway: the one
+    line and exit 143 within seconds, never a hang."""
+    import time
+    t = time.monotonic()
+    res = _python(None, SWALLOWED, timeout=60)
+    assert res.returncode == 143 and time.monotonic() - t < 20, (res.returncode, res.stderr[-2000:])
+    assert res.stderr.strip().splitlines()[-1] == "sssn-verify: stopped by SIGTERM", res.stderr
 
 
 TERMINATED = r"""

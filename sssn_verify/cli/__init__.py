@@ -100,8 +100,27 @@ class _Terminated(BaseException):
         self.signum = signum
 
 
+#: seconds a run may take to unwind after SIGTERM/SIGHUP before the process ends anyway, with its line
+LAST_RESORT_S = 30.0
+_last_resort = []
+
+
 def _on_signal(signum, frame):
+    """Raise _Terminated in the main thread; the first signal also arms a last resort, so that code which
+    swallows the exception (a third-party ``except BaseException``) cannot turn a stop into a hang."""
+    if not _last_resort:
+        import threading
+        t = threading.Timer(LAST_RESORT_S, _end_now, (signum,))
+        t.daemon = True
+        t.start()
+        _last_resort.append(t)
     raise _Terminated(signum)
+
+
+def _end_now(signum):
+    import signal
+    _say(f"sssn-verify: stopped by {signal.Signals(signum).name}")
+    os._exit(128 + signum)
 
 
 def _catch_signals():
@@ -133,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         import signal
         for sig, handler in saved.items():
             signal.signal(sig, handler)
+        while _last_resort:             # the run unwound by itself: no last resort
+            _last_resort.pop().cancel()
 
 
 def _main(argv: list[str] | None = None) -> int:
