@@ -22,7 +22,7 @@ import sympy as sp
 
 from ..bridge import function
 from ..engine import simulate_gaussian, simulate_transformer
-from ..numeric.experiments import cross_fit, model_constants, pair_layer, richardson_weights
+from ..numeric.experiments import model_constants, pair_layer, richardson_weights, with_controls
 from ..numeric.kernels import kernel as numeric_kernel, kernel_point
 from ..numeric.rng import as_key
 from ..params import ModelParams
@@ -152,9 +152,7 @@ def step_bias(act, d, sw, sb, sa, h: float, n_paths: int, seed, hidden: str = NO
                     hidden=hidden_stack(hidden))
     A, cv = pair_layer("gaussian", model_constants("gaussian", p, tangent=False), _tokens(d), "log_distance",
                        int(n_paths), as_key(seed), float(h), levels=3)
-    diff = A[:, 0] - A @ RICHARDSON3
-    if cv.shape[0] > 0 and diff.size >= 8 * cv.shape[1]:
-        diff = cross_fit(diff, cv)
+    diff = with_controls(A[:, 0] - A @ RICHARDSON3, cv)
     return float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(diff.size))
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import sympy as sp
 from scipy import integrate
 
-from ..numeric.experiments import cross_fit, model_constants, pair_layer
+from ..numeric.experiments import cross_fit, model_constants, pair_layer, with_controls
 from ..numeric.kernels import kernel as numeric_kernel
 from ..numeric.rng import as_key
 from ..params import ModelParams
@@ -100,9 +100,7 @@ def layer_drift(act, d, sw, sb, sa, eps0, step, P, seed, hidden=NO_HIDDEN) -> tu
         size = min(LAYER_CHUNK, int(P) - c * LAYER_CHUNK)
         A, cv = pair_layer("gaussian", consts, two_tokens(d, eps0), "log_distance", size,
                            as_key(seed).child("chunk", c), float(step), levels=1)
-        a0 = A[:, 0]
-        if cv.shape[0] > 0 and a0.size >= 8 * cv.shape[1]:
-            a0 = cross_fit(a0, cv)
+        a0 = with_controls(A[:, 0], cv)
         sums.append((a0.size, float(a0.mean()), float(a0.var(ddof=1))))
         n += a0.size
     mean = sum(k * m for k, m, _ in sums) / n

@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 import sympy as sp
 
-from ..numeric.experiments import FUNCTIONALS, cross_fit, functional, model_kernel, pair_layer, richardson_weights
+from ..numeric.experiments import FUNCTIONALS, functional, model_kernel, pair_layer, richardson_weights, with_controls
 from ..numeric.layer_rates import two_tokens
 from ..numeric.rng import as_key
 from ..params import ModelParams
@@ -70,8 +70,7 @@ def one_step_moments(model: str, kernel, d: int, rho: float, h: float, n: int, k
     w = richardson_weights(LEVELS)
     # per path: b, and a = A(rho^2) - 2 rho A(rho), the antithetic squared increment of the same paths
     per_path = np.stack([A[:, :, 0] @ w, (A[:, :, 1] - 2.0 * r0 * A[:, :, 0]) @ w], axis=1)
-    if cv.shape[0] > 0 and n >= 8 * cv.shape[1]:
-        per_path = cross_fit(per_path, cv)
+    per_path = with_controls(per_path, cv)
     mean, se = per_path.mean(axis=0), per_path.std(axis=0, ddof=1) / np.sqrt(n)
     return float(mean[0]), float(se[0]), float(mean[1]), float(se[1])
 

@@ -100,6 +100,18 @@ def cross_fit(values: np.ndarray, controls: np.ndarray) -> np.ndarray:
     return adj
 
 
+#: fewest paths per control for a cross-fit (with fewer, the fitted coefficients are mostly noise)
+MIN_PATHS_PER_CONTROL = 8
+
+
+def with_controls(values: np.ndarray, controls: np.ndarray) -> np.ndarray:
+    """`values` (P,) or (P, k) with the `controls` (P, c) cross-fitted out (:func:`cross_fit`) when there are
+    controls and at least MIN_PATHS_PER_CONTROL paths per control; otherwise `values` as they are."""
+    if controls.shape[0] > 0 and values.shape[0] >= MIN_PATHS_PER_CONTROL * controls.shape[1]:
+        return cross_fit(values, controls)
+    return values
+
+
 @dataclass(frozen=True)
 class Moments:
     """Means, standard deviations and standard errors over `n` paths of the named statistics;

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from .experiments import cross_fit, energy, pair_layer, richardson_weights
+from .experiments import energy, pair_layer, richardson_weights, with_controls
 
 EDGE_U = 1e-14
 _H = 0.02                     # the largest step of the second differences (standard-normal units)
@@ -249,9 +249,7 @@ def rate_estimate(X0, kf, beta: float, n_paths: int, seed, *, delta: float | Non
     values.  Other N: the plain mean."""
     kind = kind or ("log_distance" if log_distance else "energy")
     A, cv = _run(np.ascontiguousarray(X0, dtype=float), kf, beta, n_paths, seed, delta, attention, kind, None, model)
-    R = A @ RICHARDSON
-    if cv.shape[0] > 0 and R.size >= 8 * cv.shape[1]:
-        R = cross_fit(R, cv)
+    R = with_controls(A @ RICHARDSON, cv)
     return float(R.mean()), float(R.std(ddof=1) / math.sqrt(R.size)), int(R.size)
 
 
