@@ -322,13 +322,20 @@ def wrong_formula(case: Case, states, sign: int):
 
 def rejections(case: Case, states, sign: int, seeds) -> np.ndarray:
     """(len(seeds), targets) booleans: did each target's check reject the injected error at each seed."""
+    return both_rejections(case, states, seeds, signs=(sign,))[sign]
+
+
+def both_rejections(case: Case, states, seeds, signs=(+1, -1)) -> dict:
+    """sign -> (len(seeds), targets) booleans, the signs judged one after the other at each seed: a claim that caches
+    its Monte Carlo estimates (a bounded LRU cache, a few seeds deep) then judges both formulas on the same runs."""
     from sssn_verify.claims import CLAIMS
     claim = CLAIMS[case.claim]
-    f = wrong_formula(case, states, sign)
-    out = np.zeros((len(seeds), len(case.targets)), dtype=bool)
+    fs = {sign: wrong_formula(case, states, sign) for sign in signs}
+    out = {sign: np.zeros((len(seeds), len(case.targets)), dtype=bool) for sign in signs}
     for j, s in enumerate(seeds):
-        res = claim.run("quick", s, budget=case.budget, formula=f)
-        out[j] = [not _check(res, t).passed for t in case.targets]
+        for sign in signs:
+            res = claim.run("quick", s, budget=case.budget, formula=fs[sign])
+            out[sign][j] = [not _check(res, t).passed for t in case.targets]
     return out
 
 
@@ -359,7 +366,7 @@ def measure(case: Case, seeds) -> list[dict]:
         states = [(float(np.median(col)), f"{shown} (m per seed, median shown)", c)
                   for col, (_, shown, c) in zip(np.array(ms).T, states)]
     else:
-        rej = {s: rejections(case, states, s, seeds) for s in (+1, -1)}
+        rej = both_rejections(case, states, seeds)
     cpu = cpu_seconds() - c0
     return [{"claim": case.claim, "check": t.label or t.check, "budget": case.budget, "m": m, "shown": shown,
              "plus": float(rej[+1][:, i].mean()), "minus": float(rej[-1][:, i].mean()), "sides": t.sides,
