@@ -233,9 +233,17 @@ def test_parallel_kernels_run_blas_on_one_thread_and_restore_it():
         loaded = False
     controls = _controls()
     assert bool(controls) == loaded
-    before = [g() for g, _ in controls]
-    with single_threaded_blas():
-        assert all(g() == 1 for g, _ in controls)
-    assert [g() for g, _ in controls] == before
-    with single_threaded_blas(False):
+    saved = [g() for g, _ in controls]
+    try:
+        for _, set_threads in controls:   # a count other than one (tests/conftest.py starts BLAS on one thread)
+            set_threads(2)
+        before = [g() for g, _ in controls]
+        assert all(n == 2 for n in before)
+        with single_threaded_blas():
+            assert all(g() == 1 for g, _ in controls)
         assert [g() for g, _ in controls] == before
+        with single_threaded_blas(False):
+            assert [g() for g, _ in controls] == before
+    finally:
+        for (_, set_threads), n in zip(controls, saved):
+            set_threads(n)
