@@ -1,11 +1,15 @@
 """Monte Carlo confirmations of issue 4 with the engine (docs/mathematics.md, sections 5-7).
 
 1. lambda_1 from the tangent flow of the *finite-width* transformer (m = 64, V = 0) for ReLU
-   without and with bias, tanh, GELU and sin(3u) (lambda_1 > 0): per-path rates
+   without and with bias, tanh and sin(3u) (lambda_1 > 0): per-path rates
    log|v_T|/T, two depths L and 2L (independent seeds) Richardson-extrapolated to remove
-   the O(delta) bias; two-sided z-test at level 1e-4 (|z| < 3.89) per case, 5 cases
-   (Bonferroni family level 5e-4).  Perturbed formulas (d-2 for d-1, a flipped sign of the
-   k1 term, a missing factor 1/2) must give |z| > 3.89.
+   the O(delta) bias; two-sided z-test at level 1e-4 (|z| < 3.89) per case, 4 cases
+   (Bonferroni family level 4e-4).  Perturbed formulas (d-2 for d-1, a flipped sign of the
+   k1 term, a missing factor 1/2) must give |z| > 3.89.  Each activation compiles its own
+   finite-width tangent kernel (~9 CPU-s, used by no other test), so GELU is not a case here:
+   the tangent step is the same code for every activation (tanh and sin(3u) run it smooth), and
+   what is GELU's own is checked where it is cheap: its numba derivative against finite
+   differences (test_params_activations), its k0, k1 against quadrature (test_regime, test_kernel).
 2. The energy bound E[E_beta(mu_t)] <= exp((lambda_bar + C_att) t) E[E_beta(mu_0)] on the SDE
    (projected Euler, 30000 paths (8000 with attention) of two tokens started at rho = 1 - 1e-4, where the
    noise-only bound is nearly attained), Richardson-extrapolated means; one-sided z-tests
@@ -32,7 +36,6 @@ LYAP_CASES = [  # (label, activation, d, sigma_w, sigma_b, paths)
     ("relu", "relu", 4, 1.0, 0.0, 2000),
     ("relu-bias", "relu", 6, 1.0, 1.0, 2000),
     ("tanh", "tanh", 4, 1.0, 0.5, 2000),
-    ("gelu", "gelu", 4, 1.0, 0.5, 2000),
     ("sin3", "sin(3*u)", 5, 0.6, 0.0, 4000),
 ]
 
