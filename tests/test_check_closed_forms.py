@@ -58,8 +58,9 @@ def test_index_outside_one_to_d_minus_one_is_bad_input():
 # ---------------------------------------------------------------- synchronization_time (mean, variance of tau)
 # lambda_1 = ((d-3) k1 - (d-1) k0)/2 < 0, sigma^2 = k0 + k1, a = log(eps0/eps): E tau = a/|lambda_1|,
 # Var tau = a sigma^2/|lambda_1|^3 (inverse Gaussian).  The evidence simulates first passages (Richardson over
-# two steps), a few seconds per point: ReLU at d = 9, sigma_w = 0.5, sigma_b = 1 (the fastest passages of the
-# domain) keeps these near 20 s; the searched cases still search sigma_a, eps0 and a.
+# two steps; the mean with Wald's control variate, the claim's estimator), a few seconds per point: ReLU at d = 9,
+# sigma_w = 0.5, sigma_b = 1 (the fastest passages of the domain) keeps these near 30 s; the searched cases still
+# search sigma_a, eps0 and a.
 MEAN = "log(eps0/eps)/(((d-1)*k0-(d-3)*k1)/2)"
 VAR = "log(eps0/eps)*(k0+k1)/(((d-1)*k0-(d-3)*k1)/2)**3"
 SEARCHED = {"activation": "relu", "d": 9, "sigma_w": 0.5, "sigma_b": 1.0}
@@ -68,7 +69,8 @@ POINT = {"activation": "relu", "d": 9, "sigma_w": 1.0, "sigma_b": 1.0, "sigma_a"
 SYNC_CASES = {
     # quantity, candidate, where, verdict
     "mean, another form, searched": ("mean", "2*(log(eps0)-log(eps))/((d-1)*k0-(d-3)*k1)", SEARCHED, "consistent"),
-    "mean + 5 %, searched": ("mean", f"1.05*{MEAN}", SEARCHED, "rejected"),
+    # the mean's evidence resolves about 1 % there (0.4 % of it the allowance for Richardson's remainder)
+    "mean x 1.02, searched": ("mean", f"1.02*{MEAN}", SEARCHED, "rejected"),
     "mean with k0, k1 swapped": ("mean", "log(eps0/eps)/abs(((d-3)*k0-(d-1)*k1)/2)", POINT, "rejected"),
     "variance, another form": ("variance", "8*log(eps0/eps)*(k0+k1)/((d-1)*k0-(d-3)*k1)**3", POINT, "consistent"),
     "variance without sigma^2": ("variance", "log(eps0/eps)/(((d-1)*k0-(d-3)*k1)/2)**3", POINT, "rejected"),
@@ -95,10 +97,12 @@ def test_synchronization_time_candidates(sync_outcomes, name):
     assert out.details["censored"] == 0          # every simulated pair synchronized: an uncensored moment
     if where is SEARCHED and verdict == "consistent":
         assert out.design["tested"] >= DESIGN_POINTS
-        assert out.design["min_detectable_weakest"] < 0.2      # the design's 4k + 2k paths
+        # the design's 4k + 2k paths and 200k layer paths: about 2 % in the mean (the raw mean's: 20 %)
+        assert out.design["min_detectable_weakest"] < 0.03
     if quantity == "mean":
-        # the full evidence (16k + 8k paths) detects about 5 % in the mean (stated with every verdict)
-        assert out.min_detectable is not None and out.min_detectable < 0.07
+        # stated with every verdict: about 1 % where the full evidence (16k + 8k paths, 1M layer paths) decided at
+        # ReLU d = 9 (the raw mean's: 4-5 %), about 2 % at the design's worst agreement
+        assert out.min_detectable is not None and out.min_detectable < (0.03 if verdict == "consistent" else 0.015)
     print(f"{name}: {out.verdict} in {seconds:.1f} s, power {out.min_detectable}")
 
 
