@@ -88,33 +88,12 @@ LAYER_CHUNK = 1_000_000
 
 
 @lru_cache(maxsize=32)
-def layer_drift(act, d, sw, sb, sa, eps0, step, P, seed, hidden=NO_HIDDEN) -> tuple[float, float]:
-    """(m, its stderr): the mean increment of log|x_1 - x_2| over ONE exact layer of step `step` of the Gaussian
-    transformer from two tokens eps0 apart (``experiments.pair_layer``, antithetic normals, control variates
-    cross-fitted); simulated, never the derived lambda_1.  Cached like :func:`_passages`."""
-    p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=2,
-                    hidden=hidden_stack(hidden))
-    consts = model_constants("gaussian", p, tangent=False)
-    sums, n = [], 0
-    for c in range(-(-int(P) // LAYER_CHUNK)):          # chunks of LAYER_CHUNK paths, one stream each (memory)
-        size = min(LAYER_CHUNK, int(P) - c * LAYER_CHUNK)
-        A, cv = pair_layer("gaussian", consts, two_tokens(d, eps0), "log_distance", size,
-                           as_key(seed).child("chunk", c), float(step), levels=1)
-        a0 = with_controls(A[:, 0], cv)
-        sums.append((a0.size, float(a0.mean()), float(a0.var(ddof=1))))
-        n += a0.size
-    mean = sum(k * m for k, m, _ in sums) / n
-    var = sum((k - 1) * v + k * (m - mean) ** 2 for k, m, v in sums) / (n - 1)
-    return float(step * mean), float(step * math.sqrt(var / n))
-
-
-@lru_cache(maxsize=32)
 def layer_drifts(act, d, sw, sb, sa, eps0, step, levels, P, seed, hidden=NO_HIDDEN) -> tuple[tuple, tuple]:
     """The mean increments of log|x_1 - x_2| over ONE exact layer at the steps step/2^l, l < `levels`, on the SAME
     paths (``experiments.pair_layer`` drives every level by the same normals; antithetic, control variates
     cross-fitted per level), and the covariance matrix of those means: ((m_0, m_1, ...), ((cov), ...)).  The
     levels' errors are nearly one (correlation > 0.98, measured): in Richardson's ``2 E(h) - E(2h)`` they largely
-    cancel, where independent runs (:func:`layer_drift`) add up to sqrt(5) times one's.  Cached like
+    cancel, where independent runs would add up to sqrt(5) times one's.  Cached like
     :func:`_passages`."""
     p = ModelParams(d=d, activation=act, sigma_w=sw, sigma_b=sb, sigma_a=sa, V=0.0, n_tokens=2,
                     hidden=hidden_stack(hidden))
@@ -149,7 +128,7 @@ def _wald(fp, T: float, m: float) -> dict:
 def wald_mean(fp, T: float, m: float, m_se: float) -> dict:
     """E min(tau, T) of the runs `fp` with the control variate of Wald's identity: C = log_change - m N (N the
     layers a path ran, a stopping time; log_change its log-distance change), whose mean is E[N] (m_true - m) with
-    m_true the mean increment of one layer (:func:`layer_drift` measures it on independent paths: E m = m_true).
+    m_true the mean increment of one layer (:func:`layer_drifts` measures it on independent paths: E m = m_true).
     The estimate is min(tau, T) minus C times a coefficient cross-fitted on the other half of the paths
     (``experiments.cross_fit``): unbiased, its variance that of the residual plus (coefficient E[N] m_se)^2 for
     the error of m.  At passage log_change is -log(eps0/eps) up to the overshoot, so the residual is the overshoot's
