@@ -43,7 +43,8 @@ NOT_INJECTABLE = {
 }
 #: claims whose formula is a stated (not derived) one-sided bound that the truth does not attain: an error of the
 #: stated size in the bound is not an error of the claim (the truth stays inside the injected bound), so the rate
-#: is not expected to be 0.9; measured and printed all the same (see the report of issue 27)
+#: is not expected to be 0.9; measured and printed all the same (see the report of issue 27).  Their stated power
+#: is measured by ``violation``: the bound moved each seed's own m beyond the truth, rejected about 0.9 of the time
 NOT_SHARP = ("convergence_depth", "metastability", "propagation_of_chaos")
 
 
@@ -382,9 +383,19 @@ def _pvalue(estimate, stderr, expected, alternative, level) -> float:
 def violation(case: Case, seeds) -> list[dict]:
     """For a stated bound that the truth does not attain (``NOT_SHARP``): the power against a *violation* of the
     stated size.  The truth is the mean of the check's estimates over `seeds` (the estimate does not depend on the
-    bound); the bound is placed Delta = m |stated bound| on the far side of it (an absolute shift: the check's
-    standard error does not depend on the bound, so m at the moved bound is the same Delta), and each seed's check
-    is judged again against it by its own test (Bonferroni over its parts as ``_util.combine`` does)."""
+    bound); each seed's bound is placed Delta = m_s |stated bound| on the far side of it, m_s that seed's own stated
+    min_detectable of the shown sub-test (an absolute shift: the check's standard error does not depend on the
+    bound, so m at the moved bound is the same Delta), and the seed's check is judged again against it by its own
+    test (Bonferroni over its parts as ``_util.combine`` does).
+
+    Each seed's own m, not seed 0's: a check states its power from its own standard error, and a bound's violation
+    is judged at the seed that stated it.  With seed 0's m at every seed the rate measured seed 0's luck: its
+    bootstrap stderr was 1.36 times the slope's sd over seeds for convergence_depth (0.99 where each seed's own m
+    gives 0.90), 1.10 for propagation_of_chaos (0.97 / 0.86); metastability's Agresti-Caffo stderr is a function
+    of its estimate (correlation -0.99 over seeds: a proportion near 1), so ``estimate + z stderr`` is nearly the
+    same at every seed and the rate against one fixed bound is a step in Delta (0.03 at Delta = 0.06, 1.00 from
+    0.085; seed 0's Delta 0.0885): 1.00 with seed 0's m, 0.88 with each seed's own.  The rate with seed 0's m is
+    still printed (``seed0``)."""
     from sssn_verify.claims import CLAIMS
     c0 = cpu_seconds()
     states = stated(case)
@@ -395,24 +406,31 @@ def violation(case: Case, seeds) -> list[dict]:
         def parts(c):
             return c.details.get("points") or [{"name": c.name, "estimate": c.estimate, "stderr": c.stderr,
                                                 "expected": c.expected, "alternative": c.alternative,
-                                                "pvalue": c.pvalue}]
+                                                "pvalue": c.pvalue, "min_detectable": c.min_detectable}]
         shown_parts = [next(p for p in parts(r[i]) if p["name"] == shown) for r in runs]
         truth = float(np.mean([p["estimate"] for p in shown_parts]))
-        delta = m * abs(c0_check.expected)
         alternative = shown_parts[0]["alternative"]
-        bound = truth - delta if alternative == "greater" else truth + delta
-        rejected = []
-        for r, sp in zip(runs, shown_parts):
-            c = r[i]
+
+        def rejects(c, m_s):
+            delta = m_s * abs(c0_check.expected)
+            bound = truth - delta if alternative == "greater" else truth + delta
             ps = [p["pvalue"] if p["name"] != shown else _pvalue(p["estimate"], p["stderr"], bound, alternative,
                                                                    c.level)
                   for p in parts(c)]
-            rejected.append(min(1.0, len(ps) * min(ps)) < 1.0 - c.level)
-        rate = float(np.mean(rejected))
-        rows.append({"claim": case.claim, "check": f"{t.label or t.check}: violation by m from the truth "
-                                                   f"({truth:.4g})", "budget": case.budget, "m": m, "shown": shown,
+            return min(1.0, len(ps) * min(ps)) < 1.0 - c.level
+        own = [(r[i], sp["min_detectable"]) for r, sp in zip(runs, shown_parts)]
+        judged = [(c, float(m_s)) for c, m_s in own if m_s is not None]     # a degenerate point states no power
+        rate = float(np.mean([rejects(c, m_s) for c, m_s in judged]))
+        rate0 = float(np.mean([rejects(r[i], m) for r in runs]))
+        m_med = float(np.median([m_s for _, m_s in judged]))
+        rows.append({"claim": case.claim, "check": f"{t.label or t.check}: violation by each seed's m from the truth "
+                                                   f"({truth:.4g}); seed 0's m {100 * m:.3g} %: {rate0:.2f}"
+                                                   + (f"; {len(own) - len(judged)} seeds state no power"
+                                                      if len(judged) < len(own) else ""),
+                     "budget": case.budget, "m": m_med, "shown": f"{shown} (m per seed, median shown)",
                      "plus": rate if t.sides == (+1,) else math.nan, "minus": rate if t.sides == (-1,) else math.nan,
-                     "sides": t.sides, "runs": len(seeds) + 1, "cpu": cpu_seconds() - c0, "note": case.note})
+                     "seed0": rate0, "sides": t.sides, "runs": len(seeds) + 1, "cpu": cpu_seconds() - c0,
+                     "note": case.note})
     return rows
 
 
@@ -452,7 +470,8 @@ def main(argv=None) -> int:
     for name, why in NOT_INJECTABLE.items():
         print(f"- {name}: not injected: {why}")
     for name in NOT_SHARP:
-        print(f"- {name}: a stated bound not attained by the truth (the rate is not expected to be 0.9)")
+        print(f"- {name}: a stated bound not attained by the truth (the injected error's rate is not expected to be "
+              f"0.9; the violation row's is)")
     return 0
 
 
