@@ -48,7 +48,7 @@ CASES = {
     "sigma^2 x 1.01": ("log_distance_variance", "1.01*(k0 + k1)", [], "rejected"),
     "tau mean, another form": ("synchronization_time", "2*(log(eps0)-log(eps))/((d-1)*k0-(d-3)*k1)",
                                ["--quantity", "mean"], "consistent"),
-    "tau mean x 1.05": ("synchronization_time", f"1.05*{MEAN}", ["--quantity", "mean"], "rejected"),
+    "tau mean x 1.02": ("synchronization_time", f"1.02*{MEAN}", ["--quantity", "mean"], "rejected"),
     "C_att": ("attention_bound", C_ATT, [], "consistent"),
     "C_att x 0.99": ("attention_bound", f"0.99*{C_ATT}", [], "rejected"),
 }
