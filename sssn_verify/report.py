@@ -910,14 +910,14 @@ def _summary_figure(plt, np, suite):
               + ("" if r["scale"] in (None, "s.e.") else f" [per {r['scale']}]")
               + ("" if r["alternative"] == "two-sided" else " [one-sided]") for r in rows]
     # each row as tall as its label (its lines plus half a line of space), so no label reaches its neighbour's:
-    # y in lines from the bottom, the font from the lines an A4 page holds; taller only below 4.5 pt
+    # y in lines from the bottom, the font from the lines an A4 page holds; taller only below 4.5 pt, and
+    # shorter than the page when the rows fill less of it at 8 pt (a report of one claim is not a page of space)
     blocks = np.array([label.count("\n") + 1.5 for label in labels])
     total = float(blocks.sum())
     ys = total - (np.cumsum(blocks) - blocks / 2)
     plot_pt = 0.86 * 11.69 * 72 - 90                       # the axes' height on an A4 page, in points
-    fs = min(8.0, plot_pt / total / 1.2)
-    height = 11.69 if fs >= 4.5 else (total * 1.2 * 4.5 + 90) / (0.86 * 72)
-    fs = max(fs, 4.5)
+    fs = max(min(8.0, plot_pt / total / 1.2), 4.5)
+    height = max(3.2, (total * 1.2 * fs + 90) / (0.86 * 72))   # 11.69 (A4) whenever 4.5 <= fs < 8
     fig, ax = plt.subplots(figsize=(8.27, height))
     lim = 8.0
     for y, row in zip(ys, rows):
