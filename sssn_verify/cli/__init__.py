@@ -117,6 +117,29 @@ def _on_signal(signum, frame):
     raise _Terminated(signum)
 
 
+#: how long after an "ignored" signal exception (see :func:`_redeliver`) the signal is sent again
+REDELIVER_S = 0.05
+
+
+def _redeliver(previous_hook, unraisable):
+    """``sys.unraisablehook`` while a command runs.  Python runs a signal handler between any two bytecodes of
+    the main thread, also inside a gc callback or a ``__del__`` (hypothesis registers a gc callback); an exception
+    raised there cannot propagate, so Python prints "Exception ignored in ..." with a traceback and the stop is
+    lost (seen: SIGTERM during ``find``).  Such an exception from a signal (_Terminated, KeyboardInterrupt) is
+    kept quiet and the signal sent again a moment later, from a helper thread, so that it lands in ordinary code;
+    anything else goes to the previous hook."""
+    exc = unraisable.exc_value
+    if isinstance(exc, (_Terminated, KeyboardInterrupt)):
+        import signal
+        import threading
+        signum = exc.signum if isinstance(exc, _Terminated) else signal.SIGINT
+        t = threading.Timer(REDELIVER_S, os.kill, (os.getpid(), signum))
+        t.daemon = True
+        t.start()
+        return
+    previous_hook(unraisable)
+
+
 def _end_now(signum):
     import signal
     _say(f"sssn-verify: stopped by {signal.Signals(signum).name}")
@@ -142,6 +165,9 @@ def _catch_signals():
 def main(argv: list[str] | None = None) -> int:
     """Run one sub-command (exit codes: see :func:`_main`); SIGTERM/SIGHUP end it with one line."""
     saved = _catch_signals()
+    from functools import partial
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = partial(_redeliver, previous_hook)
     try:
         return _main(argv)
     except _Terminated as exc:
@@ -150,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + exc.signum
     finally:
         import signal
+        sys.unraisablehook = previous_hook
         for sig, handler in saved.items():
             signal.signal(sig, handler)
         while _last_resort:             # the run unwound by itself: no last resort
