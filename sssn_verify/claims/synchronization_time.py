@@ -36,7 +36,7 @@ CONFIGS = (
     ("sin:3", 4, 1.0, 0.0, 1.0, 1e-6, 1.2, 1.0),       # lambda_1 = +1.5: p_reach = 0.486
     ("tanh", 6, 1.5, 1.0, 1.0, 1e-4, 2.5, 40.0),     # mean 4.50, P(tau > T) = 4e-4
 )
-# the horizons censor few paths (Wald's control variate of the mean, ``wald_mean``, leaves a censored path's
+# the horizons censor few paths (Wald's control variate of the mean, ``_wald``, leaves a censored path's
 # spread in place: tanh at T = 6 censored 23 % and the variate cut the standard error by 1.8 only, at T = 40 by 6)
 # where it is explored: lambda_1 < 0 activations, noise per step as in the anchors, censored at T = 5
 # (a deep block is one more kernel K of the Gaussian transformer, whose two-token runs are the evidence)
@@ -114,8 +114,14 @@ def layer_drifts(act, d, sw, sb, sa, eps0, step, levels, P, seed, hidden=NO_HIDD
 
 
 def _wald(fp, T: float, m: float) -> dict:
-    """:func:`wald_mean` before the drift's error: the estimate, the residual's variance of the mean, and the
-    estimate's sensitivity to m (``gain`` = coefficient x mean layers)."""
+    """E min(tau, T) of the runs `fp` with the control variate of Wald's identity: C = log_change - m N (N the
+    layers a path ran, a stopping time; log_change its log-distance change), whose mean is E[N] (m_true - m) with
+    m_true the mean increment of one layer (:func:`layer_drifts` measures it on independent paths: E m = m_true).
+    The estimate is min(tau, T) minus C times a coefficient cross-fitted on the other half of the paths
+    (``experiments.cross_fit``): unbiased.  At passage log_change is -log(eps0/eps) up to the overshoot, so the
+    residual is the overshoot's spread (and the censored paths'): far below the passage time's own.  Returns the
+    estimate, the residual's variance of the mean and the estimate's sensitivity to m (``gain`` = coefficient x
+    mean layers), from which :func:`wald_richardson` adds the drift's error."""
     x = np.minimum(fp.times, T)
     C = fp.log_change - fp.layers * m
     adj = cross_fit(x, C[:, None]) if x.size >= 16 else x
@@ -125,25 +131,11 @@ def _wald(fp, T: float, m: float) -> dict:
             "raw_stderr": float(x.std(ddof=1) / math.sqrt(x.size))}
 
 
-def wald_mean(fp, T: float, m: float, m_se: float) -> dict:
-    """E min(tau, T) of the runs `fp` with the control variate of Wald's identity: C = log_change - m N (N the
-    layers a path ran, a stopping time; log_change its log-distance change), whose mean is E[N] (m_true - m) with
-    m_true the mean increment of one layer (:func:`layer_drifts` measures it on independent paths: E m = m_true).
-    The estimate is min(tau, T) minus C times a coefficient cross-fitted on the other half of the paths
-    (``experiments.cross_fit``): unbiased, its variance that of the residual plus (coefficient E[N] m_se)^2 for
-    the error of m.  At passage log_change is -log(eps0/eps) up to the overshoot, so the residual is the overshoot's
-    spread (and the censored paths'): far below the passage time's own."""
-    w = _wald(fp, T, m)
-    se = math.sqrt(w["residual_var"] + (w["gain"] * m_se) ** 2)
-    return {"estimate": w["estimate"], "stderr": se, "raw": w["raw"], "raw_stderr": w["raw_stderr"],
-            "layer_drift": m, "layer_drift_stderr": m_se}
-
-
 def wald_richardson(runs, T: float, drifts, weights=(2.0, -1.0)) -> dict:
     """E min(tau, T) from passage runs at the steps h, 2h (, 4h ...) (`runs`, independent) and the one-layer drifts
     at the same steps on shared paths (`drifts`: :func:`layer_drifts`' means and their covariance, in the runs'
-    order): each run's :func:`wald_mean` estimate, combined with `weights` (Richardson ``2 E(h) - E(2h)`` by
-    default, which removes the step's O(h) bias).  Its variance: the runs' residuals' (independent) plus
+    order): each run's Wald estimate (:func:`_wald`), combined with `weights` (Richardson ``2 E(h) - E(2h)`` by
+    default, which removes the step's O(h) bias; one run with weights (1,): that run's estimate).  Its variance: the runs' residuals' (independent) plus
     v' Cov(m) v, v_j = weight_j x run j's sensitivity to its drift (the drifts' errors, nearly one, largely
     cancel).  The one estimator of the claim's mean check and of ``check --quantity mean``."""
     means, cov = drifts
@@ -153,7 +145,7 @@ def wald_richardson(runs, T: float, drifts, weights=(2.0, -1.0)) -> dict:
     var = float(sum(wj * wj * p["residual_var"] for wj, p in zip(w, parts)) + v @ np.asarray(cov) @ v)
     return {"estimate": float(sum(wj * p["estimate"] for wj, p in zip(w, parts))), "stderr": math.sqrt(var),
             "raw": parts[0]["raw"], "raw_stderr": parts[0]["raw_stderr"], "at_h": parts[0]["estimate"],
-            "at_2h": parts[1]["estimate"], "layer_drift": means[0],
+            **({"at_2h": parts[1]["estimate"]} if len(parts) > 1 else {}), "layer_drift": means[0],
             "layer_drift_stderr": math.sqrt(cov[0][0]), "drift_share": float(v @ np.asarray(cov) @ v) / var}
 
 
