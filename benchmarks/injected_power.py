@@ -321,13 +321,9 @@ def wrong_formula(case: Case, states, sign: int):
     return f
 
 
-def rejections(case: Case, states, sign: int, seeds) -> np.ndarray:
-    """(len(seeds), targets) booleans: did each target's check reject the injected error at each seed."""
-    return both_rejections(case, states, seeds, signs=(sign,))[sign]
-
-
-def both_rejections(case: Case, states, seeds, signs=(+1, -1)) -> dict:
-    """sign -> (len(seeds), targets) booleans, the signs judged one after the other at each seed: a claim that caches
+def rejections(case: Case, states, seeds, signs=(+1, -1)) -> dict:
+    """sign -> (len(seeds), targets) booleans: did each target's check reject the injected error (1 + sign m) at
+    each seed; the signs judged one after the other at each seed: a claim that caches
     its Monte Carlo estimates (a bounded LRU cache, a few seeds deep) then judges both formulas on the same runs."""
     from sssn_verify.claims import CLAIMS
     claim = CLAIMS[case.claim]
@@ -361,13 +357,14 @@ def measure(case: Case, seeds) -> list[dict]:
             # this seed's own
             st = [(_point_m(c, shown), shown, c) for (_, shown, _), (_, _, c) in zip(states, stated(case, s))]
             ms.append([m for m, _, _ in st])
+            r = rejections(case, st, [s])
             for sign in (+1, -1):
-                rej[sign].append(rejections(case, st, sign, [s])[0])
+                rej[sign].append(r[sign][0])
         rej = {k: np.array(v) for k, v in rej.items()}
         states = [(float(np.median(col)), f"{shown} (m per seed, median shown)", c)
                   for col, (_, shown, c) in zip(np.array(ms).T, states)]
     else:
-        rej = both_rejections(case, states, seeds)
+        rej = rejections(case, states, seeds)
     cpu = cpu_seconds() - c0
     return [{"claim": case.claim, "check": t.label or t.check, "budget": case.budget, "m": m, "shown": shown,
              "plus": float(rej[+1][:, i].mean()), "minus": float(rej[-1][:, i].mean()), "sides": t.sides,
