@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
@@ -277,8 +278,12 @@ def parse_tree(text: str, variables: Iterable[str], *, functions: Mapping[str, F
     if "\x00" in text:
         raise ExpressionError("expression contains a NUL character")
     try:
-        # ``^`` is power, with the precedence of ``**`` (strings are refused, so this is exact)
-        tree = ast.parse(text.strip().replace("^", "**"), mode="eval")
+        # ``^`` is power, with the precedence of ``**`` (strings are refused, so this is exact); Python's own
+        # parse-time warnings (``1if u``: "invalid decimal literal"; ``'\d'``: "invalid escape sequence") are
+        # silenced: printed, they were a second stderr line, outside the one-line contract, under the CLI's error
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text.strip().replace("^", "**"), mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
         why = getattr(exc, "msg", None) or type(exc).__name__
         raise ExpressionError(f"cannot parse {quote(text)}: {why}") from None
